@@ -1,0 +1,227 @@
+//! Standard chess through shakmaty, behind the `Game` trait.
+//!
+//! No second chess generator: shakmaty is exact and fast. What capa adds is
+//! the trait, FEN checks shared with Capablanca, and Lc0's policy map (castling
+//! indexed as king-takes-rook, `e1h1`; UCI at the interface stays `e1g1`).
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use shakmaty::fen::{Fen, ParseFenError};
+use shakmaty::uci::UciMove;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{CastlingMode, EnPassantMode, FromSetup, Position, PositionErrorKinds, Role};
+
+use crate::notation::{split_fen, split_uci};
+use crate::{Color, FenError, FenErrorKind, Game, GameResult, MoveError, MoveList, Outcome, PolicyMap, Termination};
+
+static POLICY: LazyLock<PolicyMap> = LazyLock::new(|| PolicyMap::build(8, 8, &['q', 'r', 'b']));
+
+/// A chess move (shakmaty's), written in standard UCI (`e1g1` for castling).
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub struct ChessMove(pub shakmaty::Move);
+
+impl fmt::Display for ChessMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.to_uci(CastlingMode::Standard))
+    }
+}
+
+impl fmt::Debug for ChessMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A standard chess position with its Zobrist hash.
+#[derive(Clone)]
+pub struct Chess {
+    pos: shakmaty::Chess,
+    hash: Zobrist64,
+}
+
+impl Chess {
+    /// The shakmaty position, for code that needs its richer API (SAN, PGN).
+    pub fn position(&self) -> &shakmaty::Chess {
+        &self.pos
+    }
+
+    fn from_shakmaty(pos: shakmaty::Chess) -> Chess {
+        let hash = pos.zobrist_hash(EnPassantMode::Legal);
+        Chess { pos, hash }
+    }
+}
+
+fn color(c: shakmaty::Color) -> Color {
+    match c {
+        shakmaty::Color::White => Color::White,
+        shakmaty::Color::Black => Color::Black,
+    }
+}
+
+/// Turns shakmaty's verdict on a position into our error, naming one problem.
+fn position_error(kinds: PositionErrorKinds, fen: &str, pieces: &[(usize, usize, char)]) -> FenErrorKind {
+    let kings = |c: char| pieces.iter().filter(|p| p.2 == c).count();
+    let fields: Vec<&str> = fen.split_ascii_whitespace().collect();
+    let field = |i: usize| fields.get(i).copied().unwrap_or("-").to_string();
+    if kinds.intersects(PositionErrorKinds::MISSING_KING | PositionErrorKinds::TOO_MANY_KINGS | PositionErrorKinds::EMPTY_BOARD) {
+        let (color, count) = if kings('K') != 1 { (Color::White, kings('K')) } else { (Color::Black, kings('k')) };
+        FenErrorKind::KingCount { color, count }
+    } else if kinds.contains(PositionErrorKinds::PAWNS_ON_BACKRANK) {
+        let square = pieces
+            .iter()
+            .find(|p| p.2.eq_ignore_ascii_case(&'p') && (p.1 == 0 || p.1 == 7))
+            .map_or_else(|| "the back rank".to_string(), |p| crate::notation::square_name(p.0, p.1));
+        FenErrorKind::PawnOnBackRank { square }
+    } else if kinds.contains(PositionErrorKinds::INVALID_CASTLING_RIGHTS) {
+        FenErrorKind::Castling {
+            field: field(2),
+            reason: "a right without its king on e1/e8 and rook in the corner".to_string(),
+        }
+    } else if kinds.contains(PositionErrorKinds::INVALID_EP_SQUARE) {
+        FenErrorKind::EnPassant {
+            square: field(3),
+            reason: "no pawn of the side that just moved can have double-stepped over it".to_string(),
+        }
+    } else if kinds.contains(PositionErrorKinds::OPPOSITE_CHECK) {
+        FenErrorKind::OpponentInCheck
+    } else if kinds.contains(PositionErrorKinds::IMPOSSIBLE_CHECK) {
+        FenErrorKind::ImpossibleCheck
+    } else {
+        FenErrorKind::TooMuchMaterial
+    }
+}
+
+impl Game for Chess {
+    type Move = ChessMove;
+
+    const NAME: &'static str = "chess";
+    const FILES: usize = 8;
+    const RANKS: usize = 8;
+
+    fn startpos() -> Chess {
+        Chess::from_shakmaty(shakmaty::Chess::default())
+    }
+
+    fn from_fen(fen: &str) -> Result<Chess, FenError> {
+        let error = |kind| FenError { fen: fen.to_string(), kind };
+        // Our own syntax check first: it names the rank, the width, the piece.
+        let fields = split_fen(fen, 8, 8, "pnbrqk").map_err(error)?;
+        let full = format!(
+            "{} {} {} {} {} {}",
+            fen.split_ascii_whitespace().next().unwrap_or_default(),
+            fields.turn.fen_char(),
+            fields.castling,
+            fields.en_passant,
+            fields.halfmove_clock,
+            fields.fullmove_number
+        );
+        // The board and clocks passed our check, so shakmaty can only object
+        // to the castling or en passant field.
+        let setup = Fen::from_ascii(full.as_bytes()).map_err(|e| {
+            error(match e {
+                ParseFenError::InvalidCastling => FenErrorKind::Castling {
+                    field: fields.castling.to_string(),
+                    reason: "expected '-', or letters from KQkq (or rook files A-H, a-h)".to_string(),
+                },
+                _ => FenErrorKind::EnPassant {
+                    square: fields.en_passant.to_string(),
+                    reason: "not a square of the 8x8 board".to_string(),
+                },
+            })
+        })?;
+        let pos = shakmaty::Chess::from_setup(setup.into_setup(), CastlingMode::Standard)
+            .map_err(|e| error(position_error(e.kinds(), &full, &fields.pieces)))?;
+        Ok(Chess::from_shakmaty(pos))
+    }
+
+    fn fen(&self) -> String {
+        Fen::from_position(&self.pos, EnPassantMode::Legal).to_string()
+    }
+
+    #[inline]
+    fn legal_moves(&self, out: &mut MoveList<ChessMove>) {
+        out.clear();
+        out.extend(self.pos.legal_moves().into_iter().map(ChessMove));
+    }
+
+    #[inline]
+    fn count_legal_moves(&self) -> usize {
+        self.pos.legal_moves().len()
+    }
+
+    #[inline]
+    fn play(&mut self, m: ChessMove) {
+        let updated = self.pos.update_zobrist_hash(self.hash, m.0, EnPassantMode::Legal);
+        self.pos.play_unchecked(m.0);
+        self.hash = updated.unwrap_or_else(|| self.pos.zobrist_hash(EnPassantMode::Legal));
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        if self.pos.legal_moves().is_empty() {
+            return Some(if self.pos.is_check() {
+                Outcome { result: GameResult::Loss, reason: Termination::Checkmate }
+            } else {
+                Outcome::draw(Termination::Stalemate)
+            });
+        }
+        if self.pos.is_insufficient_material() {
+            return Some(Outcome::draw(Termination::InsufficientMaterial));
+        }
+        (self.pos.halfmoves() >= 100).then_some(Outcome::draw(Termination::FiftyMoveRule))
+    }
+
+    fn is_check(&self) -> bool {
+        self.pos.is_check()
+    }
+
+    #[inline]
+    fn hash(&self) -> u64 {
+        self.hash.0
+    }
+
+    #[inline]
+    fn turn(&self) -> Color {
+        color(self.pos.turn())
+    }
+
+    fn ply(&self) -> u32 {
+        (self.pos.fullmoves().get() - 1) * 2 + self.turn().index() as u32
+    }
+
+    fn halfmove_clock(&self) -> u32 {
+        self.pos.halfmoves()
+    }
+
+    fn parse_uci(&self, uci: &str) -> Result<ChessMove, MoveError> {
+        split_uci(uci, 8, 8, "qrbn")?;
+        let illegal = || MoveError::Illegal { uci: uci.to_string(), fen: self.fen() };
+        let parsed = UciMove::from_ascii(uci.as_bytes()).map_err(|_| illegal())?;
+        parsed.to_move(&self.pos).map(ChessMove).map_err(|_| illegal())
+    }
+
+    fn policy_map() -> &'static PolicyMap {
+        &POLICY
+    }
+
+    fn policy_index(&self, m: ChessMove) -> usize {
+        let (from, to, promotion) = match m.0 {
+            shakmaty::Move::Normal { from, to, promotion, .. } => (from, to, promotion),
+            shakmaty::Move::EnPassant { from, to } => (from, to, None),
+            shakmaty::Move::Castle { king, rook } => (king, rook, None),
+            shakmaty::Move::Put { .. } => unreachable!("no drops in standard chess"),
+        };
+        let frame = |sq: shakmaty::Square| match self.pos.turn() {
+            shakmaty::Color::White => sq as usize,
+            shakmaty::Color::Black => sq.flip_vertical() as usize,
+        };
+        let promotion = promotion.filter(|&r| r != Role::Knight).map(Role::char);
+        POLICY.index(frame(from), frame(to), promotion).expect("every legal move has a policy index")
+    }
+}
+
+impl fmt::Debug for Chess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Chess({})", self.fen())
+    }
+}

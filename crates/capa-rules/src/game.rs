@@ -1,0 +1,250 @@
+//! The `Game` trait that search, encoders and data tools are generic over.
+
+use std::fmt::{Debug, Display};
+use std::hash::Hash;
+use std::ops::Deref;
+
+use crate::{FenError, MoveError, PolicyMap};
+
+/// A side: the player who moves first is `White`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Color {
+    /// Moves first; plays up the board.
+    White = 0,
+    /// Moves second; plays down the board.
+    Black = 1,
+}
+
+impl Color {
+    /// Both colors, white first.
+    pub const ALL: [Color; 2] = [Color::White, Color::Black];
+
+    /// `0` for white, `1` for black: an index into per-color arrays.
+    #[inline]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The `w` or `b` of a FEN's side-to-move field.
+    pub const fn fen_char(self) -> char {
+        match self {
+            Color::White => 'w',
+            Color::Black => 'b',
+        }
+    }
+}
+
+impl std::ops::Not for Color {
+    type Output = Color;
+    #[inline]
+    fn not(self) -> Color {
+        match self {
+            Color::White => Color::Black,
+            Color::Black => Color::White,
+        }
+    }
+}
+
+/// How a finished game ended for one player.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum GameResult {
+    /// That player won.
+    Win,
+    /// Nobody won.
+    Draw,
+    /// That player lost.
+    Loss,
+}
+
+/// Why a game is over.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Termination {
+    /// The side to move is in check and has no legal move.
+    Checkmate,
+    /// The side to move is not in check and has no legal move.
+    Stalemate,
+    /// A hundred plies without a capture or a pawn move.
+    FiftyMoveRule,
+    /// The same position (pieces, side to move, castling, en passant) for the third time.
+    ThreefoldRepetition,
+    /// Neither side has the material to deliver mate.
+    InsufficientMaterial,
+    /// The game reached the configured ply cap (an adjudicated draw).
+    PlyCap,
+}
+
+impl Display for Termination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Termination::Checkmate => "checkmate",
+            Termination::Stalemate => "stalemate",
+            Termination::FiftyMoveRule => "50-move rule",
+            Termination::ThreefoldRepetition => "threefold repetition",
+            Termination::InsufficientMaterial => "insufficient material",
+            Termination::PlyCap => "ply cap",
+        })
+    }
+}
+
+/// The end of a game, seen by the side to move in the final position.
+///
+/// A checkmate is therefore always a `Loss`: the mated side is the one to move.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Outcome {
+    /// The result for the side to move in the final position.
+    pub result: GameResult,
+    /// What ended the game.
+    pub reason: Termination,
+}
+
+impl Outcome {
+    /// A drawn game for `reason`.
+    pub const fn draw(reason: Termination) -> Outcome {
+        Outcome { result: GameResult::Draw, reason }
+    }
+
+    /// The result for `player`, given that `to_move` was to move in the final position.
+    pub fn result_for(&self, player: Color, to_move: Color) -> GameResult {
+        match (self.result, player == to_move) {
+            (r, true) | (r @ GameResult::Draw, false) => r,
+            (GameResult::Win, false) => GameResult::Loss,
+            (GameResult::Loss, false) => GameResult::Win,
+        }
+    }
+}
+
+/// A reusable buffer of moves: `Game::legal_moves` clears it and fills it.
+///
+/// Allocate one per search thread (or per perft depth) and reuse it; the
+/// capacity it grows to is kept.
+#[derive(Clone, Debug, Default)]
+pub struct MoveList<M> {
+    moves: Vec<M>,
+}
+
+impl<M> MoveList<M> {
+    /// An empty list with room for the moves of any ordinary position.
+    pub fn new() -> MoveList<M> {
+        MoveList { moves: Vec::with_capacity(256) }
+    }
+
+    /// Empties the list, keeping its capacity.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.moves.clear();
+    }
+
+    /// Appends a move.
+    #[inline]
+    pub fn push(&mut self, m: M) {
+        self.moves.push(m);
+    }
+}
+
+impl<M> Deref for MoveList<M> {
+    type Target = [M];
+    #[inline]
+    fn deref(&self) -> &[M] {
+        &self.moves
+    }
+}
+
+impl<M> Extend<M> for MoveList<M> {
+    fn extend<I: IntoIterator<Item = M>>(&mut self, iter: I) {
+        self.moves.extend(iter);
+    }
+}
+
+impl<'a, M> IntoIterator for &'a MoveList<M> {
+    type Item = &'a M;
+    type IntoIter = std::slice::Iter<'a, M>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.moves.iter()
+    }
+}
+
+/// A two-player board game with perfect information: a position and its rules.
+///
+/// A value is one position (no history); [`History`](crate::History) adds the
+/// earlier positions that repetition and the network's input need. Search,
+/// encoders, records and tools are generic over this trait.
+pub trait Game: Clone + Send + Sync + 'static {
+    /// A move of this game. `Display` writes it in UCI as the reference engine
+    /// for this game expects it (e.g. Fairy-Stockfish's `f1i1` for castling).
+    type Move: Copy + Eq + Hash + Send + Sync + Debug + Display;
+
+    /// The variant's name as UCI engines spell it (`UCI_Variant`): `capablanca`, `chess`.
+    const NAME: &'static str;
+    /// Board width.
+    const FILES: usize;
+    /// Board height.
+    const RANKS: usize;
+
+    /// The standard starting position.
+    fn startpos() -> Self;
+
+    /// Parses a FEN, rejecting anything that is not a reachable-looking position.
+    ///
+    /// # Errors
+    /// A [`FenError`] naming the field and what is wrong with it.
+    fn from_fen(fen: &str) -> Result<Self, FenError>;
+
+    /// The position as FEN, written as the reference engine writes it.
+    fn fen(&self) -> String;
+
+    /// Clears `out` and fills it with every legal move.
+    fn legal_moves(&self, out: &mut MoveList<Self::Move>);
+
+    /// The number of legal moves (what perft counts at its last ply).
+    fn count_legal_moves(&self) -> usize {
+        let mut moves = MoveList::new();
+        self.legal_moves(&mut moves);
+        moves.len()
+    }
+
+    /// Plays `m`, which must be one of this position's legal moves.
+    ///
+    /// Playing a move that `legal_moves` did not produce leaves the position
+    /// in an unspecified (but memory-safe) state; parse user input with
+    /// [`Game::parse_uci`], which checks legality.
+    fn play(&mut self, m: Self::Move);
+
+    /// The outcome that this position alone decides: checkmate, stalemate,
+    /// the 50-move rule, insufficient material. Repetition and the ply cap
+    /// need the game's history: see [`History::outcome`](crate::History::outcome).
+    fn outcome(&self) -> Option<Outcome>;
+
+    /// Whether the side to move is in check.
+    fn is_check(&self) -> bool;
+
+    /// Zobrist hash of pieces, side to move, castling rights and en passant;
+    /// updated incrementally by `play`.
+    fn hash(&self) -> u64;
+
+    /// The side to move.
+    fn turn(&self) -> Color;
+
+    /// Plies since the game's first move, from the FEN's fullmove number.
+    fn ply(&self) -> u32;
+
+    /// Plies since the last capture or pawn move (the FEN's halfmove clock).
+    fn halfmove_clock(&self) -> u32;
+
+    /// Parses a move in UCI notation and checks that it is legal here.
+    ///
+    /// # Errors
+    /// [`MoveError`] when the text is not a move, or not a legal one.
+    fn parse_uci(&self, uci: &str) -> Result<Self::Move, MoveError>;
+
+    /// The policy map of this game (shared by every position).
+    fn policy_map() -> &'static PolicyMap;
+
+    /// The number of entries in the policy map: the policy head's width.
+    fn policy_size() -> usize {
+        Self::policy_map().len()
+    }
+
+    /// The index of legal move `m` in the policy map, in the side-to-move
+    /// frame (ranks mirrored when black is to move).
+    fn policy_index(&self, m: Self::Move) -> usize;
+}

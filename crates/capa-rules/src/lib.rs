@@ -1,0 +1,43 @@
+//! The rules of the games capa plays, behind one trait.
+//!
+//! [`Game`] is what search, encoders, records and tools are generic over: legal
+//! moves into a reusable [`MoveList`], `play`, [`Outcome`] with its
+//! [`Termination`], an incrementally updated Zobrist hash, FEN and UCI in and
+//! out, and the move's index in the game's [`PolicyMap`]. [`History`] adds the
+//! earlier positions of a game (repetition, ply cap, the network's history).
+//!
+//! Two games implement it:
+//! - [`capablanca::Capablanca`]: 10x8 with archbishop and chancellor, on u128
+//!   bitboards, with Fairy-Stockfish's FEN and UCI conventions.
+//! - [`chess::Chess`]: standard chess through shakmaty, with Lc0's 1858-entry
+//!   policy map.
+//!
+//! ```
+//! use capa_rules::{Game, History, MoveList, capablanca::Capablanca};
+//!
+//! let mut game = History::new(Capablanca::startpos());
+//! let m = game.current().parse_uci("f2f4")?;
+//! game.play(m);
+//! let mut moves = MoveList::new();
+//! game.current().legal_moves(&mut moves);
+//! assert_eq!(moves.len(), 28);
+//! assert!(game.outcome().is_none());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod capablanca;
+pub mod chess;
+mod error;
+mod game;
+mod history;
+mod notation;
+mod perft;
+mod policy;
+
+pub use error::{FenError, FenErrorKind, MoveError};
+pub use game::{Color, Game, GameResult, MoveList, Outcome, Termination};
+pub use history::History;
+pub use perft::{divide, perft};
+pub use policy::{PolicyMap, PolicyMove};
