@@ -3,6 +3,7 @@
 use crate::{Color, FenErrorKind, MoveError};
 
 /// The fields of a FEN, split and checked for syntax; what they mean is the game's business.
+#[derive(Debug)]
 pub(crate) struct FenFields<'a> {
     /// `(file, rank, piece letter)` for every occupied square, 0-based.
     pub pieces: Vec<(usize, usize, char)>,

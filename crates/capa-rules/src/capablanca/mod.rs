@@ -195,8 +195,8 @@ pub struct Capablanca {
     turn: Color,
     /// Bits: 1 white O-O, 2 white O-O-O, 4 black O-O, 8 black O-O-O.
     castling: u8,
-    /// Set after a double step only when an enemy pawn stands ready to take
-    /// (so the hash sees en passant only when it can matter).
+    /// Set after a double step only when the capture is legal, so that the
+    /// hash and the FEN (as Fairy-Stockfish writes it) see it only then.
     ep_square: Option<Square>,
     halfmove_clock: u32,
     fullmove_number: u32,
@@ -317,7 +317,7 @@ impl Capablanca {
         self.castling & CASTLES[color.index()][usize::from(!kingside)].right != 0
     }
 
-    /// The en passant square, set only when an enemy pawn could capture there.
+    /// The en passant square, set only when a legal capture there exists.
     pub fn ep_square(&self) -> Option<Square> {
         self.ep_square
     }
@@ -465,19 +465,32 @@ impl Capablanca {
         }
 
         if let Some(ep) = self.ep_square {
-            let captured = Square::from_index_unchecked(match us {
-                Color::White => ep.index() - FILES,
-                Color::Black => ep.index() + FILES,
-            } as u32);
-            // Rare enough to test by playing it out: removing two pawns from
-            // one rank can expose the king in ways pins do not capture.
-            for from in pawn_attacks(them, ep) & self.pieces(us, Role::Pawn) {
-                let after = occupied ^ from.bb() ^ ep.bb() ^ captured.bb();
-                if self.attackers(king, them, !captured.bb(), after).is_empty() {
-                    sink.one(Move { from, to: ep, kind: MoveKind::EnPassant });
-                }
+            for from in self.en_passant_captures(ep) {
+                sink.one(Move { from, to: ep, kind: MoveKind::EnPassant });
             }
         }
+    }
+
+    /// The side to move's pawns that can legally take en passant on `ep`.
+    ///
+    /// Tested by playing it out: removing two pawns from one rank can expose
+    /// the king in ways that pins do not capture. It is rare enough not to matter.
+    fn en_passant_captures(&self, ep: Square) -> Bitboard {
+        let us = self.turn;
+        let them = !us;
+        let king = self.king(us);
+        let captured = Square::new(ep.file(), match us {
+            Color::White => ep.rank() - 1,
+            Color::Black => ep.rank() + 1,
+        });
+        let mut legal = Bitboard::EMPTY;
+        for from in pawn_attacks(them, ep) & self.pieces(us, Role::Pawn) {
+            let after = self.occupied() ^ from.bb() ^ ep.bb() ^ captured.bb();
+            if self.attackers(king, them, !captured.bb(), after).is_empty() {
+                legal |= from.bb();
+            }
+        }
+        legal
     }
 
     #[inline]
@@ -548,14 +561,12 @@ impl Capablanca {
             || (knights.is_empty() && ((bishops & LIGHT_SQUARES).is_empty() || (bishops & !LIGHT_SQUARES).is_empty()))
     }
 
-    /// Whether a legal en passant capture exists (FEN writes the square only then).
-    fn has_legal_en_passant(&self) -> bool {
-        if self.ep_square.is_none() {
-            return false;
+    /// Records `ep` as the en passant square if the side to move can take there.
+    fn set_en_passant(&mut self, ep: Square) {
+        if !self.en_passant_captures(ep).is_empty() {
+            self.ep_square = Some(ep);
+            self.hash ^= zobrist::en_passant_file(ep.file());
         }
-        let mut moves = MoveList::new();
-        self.generate(&mut moves);
-        moves.iter().any(|m| m.kind == MoveKind::EnPassant)
     }
 
     fn parse_fen(fen: &str) -> Result<Capablanca, FenErrorKind> {
@@ -577,7 +588,7 @@ impl Capablanca {
         }
         pos.turn = fields.turn;
         pos.castling = pos.parse_castling(fields.castling)?;
-        pos.ep_square = pos.parse_en_passant(fields.en_passant)?;
+        let ep = pos.parse_en_passant(fields.en_passant)?;
         pos.halfmove_clock = fields.halfmove_clock;
         pos.fullmove_number = fields.fullmove_number;
         let them = !pos.turn;
@@ -588,6 +599,9 @@ impl Capablanca {
             return Err(FenErrorKind::ImpossibleCheck);
         }
         pos.hash = pos.compute_hash();
+        if let Some(ep) = ep {
+            pos.set_en_passant(ep);
+        }
         Ok(pos)
     }
 
@@ -647,8 +661,7 @@ impl Capablanca {
         if self.piece_at(ep).is_some() || self.piece_at(Square::new(file, origin_rank)).is_some() {
             return Err(bad("the squares the pawn passed over are not empty"));
         }
-        let capturable = !(pawn_attacks(!self.turn, ep) & self.pieces(self.turn, Role::Pawn)).is_empty();
-        Ok(capturable.then_some(ep))
+        Ok(Some(ep))
     }
 }
 
@@ -691,10 +704,7 @@ impl Game for Capablanca {
                 placement.push('/');
             }
         }
-        let ep = match self.ep_square {
-            Some(sq) if self.has_legal_en_passant() => sq.to_string(),
-            _ => "-".to_string(),
-        };
+        let ep = self.ep_square.map_or_else(|| "-".to_string(), |sq| sq.to_string());
         format!(
             "{placement} {} {} {ep} {} {}",
             self.turn.fen_char(),
@@ -723,6 +733,7 @@ impl Game for Capablanca {
             self.hash ^= zobrist::en_passant_file(ep.file());
         }
         let moving = self.take(m.from);
+        let mut double_step = None;
         self.halfmove_clock += 1;
         if moving.role == Role::Pawn {
             self.halfmove_clock = 0;
@@ -736,11 +747,7 @@ impl Game for Capablanca {
                 let role = m.promotion().unwrap_or(moving.role);
                 self.put(m.to, Piece { color: us, role });
                 if moving.role == Role::Pawn && m.from.index().abs_diff(m.to.index()) == 2 * FILES {
-                    let ep = Square::from_index_unchecked(((m.from.index() + m.to.index()) / 2) as u32);
-                    if !(pawn_attacks(us, ep) & self.pieces(!us, Role::Pawn)).is_empty() {
-                        self.ep_square = Some(ep);
-                        self.hash ^= zobrist::en_passant_file(ep.file());
-                    }
+                    double_step = Some(Square::from_index_unchecked(((m.from.index() + m.to.index()) / 2) as u32));
                 }
             }
             MoveKind::EnPassant => {
@@ -765,6 +772,9 @@ impl Game for Capablanca {
         }
         self.turn = !us;
         self.hash ^= zobrist::side(Color::Black);
+        if let Some(ep) = double_step {
+            self.set_en_passant(ep);
+        }
     }
 
     fn outcome(&self) -> Option<Outcome> {

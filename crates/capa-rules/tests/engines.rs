@@ -1,0 +1,192 @@
+//! Cross-checks against engines none of us wrote: Fairy-Stockfish for
+//! Capablanca, Stockfish for chess (Debian's `fairy-stockfish`, `stockfish`).
+//!
+//! Random playouts of random length from the reference positions; at several
+//! positions of each, the engine's `go perft 2` split is compared with ours
+//! move by move. A mismatch prints the FEN and the moves that differ.
+//! Without the engines the tests fail with the command that installs them,
+//! unless `CAPA_SKIP_ENGINE_TESTS=1`. Override a binary with
+//! `CAPA_FAIRY_STOCKFISH=/path` or `CAPA_STOCKFISH=/path`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::{Game, divide};
+
+use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, playout};
+
+/// An engine process spoken to over UCI.
+struct Engine {
+    name: String,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Engine {
+    fn start(path: &PathBuf, variant: Option<&str>) -> Engine {
+        let name = path.display().to_string();
+        let mut child = Command::new(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut engine = Engine { name, child, stdin, lines };
+        engine.send("uci");
+        engine.read_until("uciok");
+        if let Some(variant) = variant {
+            engine.send(&format!("setoption name UCI_Variant value {variant}"));
+        }
+        engine.send("isready");
+        engine.read_until("readyok");
+        engine
+    }
+
+    fn send(&mut self, command: &str) {
+        writeln!(self.stdin, "{command}").unwrap_or_else(|e| panic!("{} stopped reading: {e}", self.name));
+    }
+
+    /// Lines up to and including the first that starts with `prefix`.
+    fn read_until(&mut self, prefix: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    let done = line.starts_with(prefix);
+                    seen.push(line);
+                    if done {
+                        return seen;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => panic!("{} sent no '{prefix}' within 60 s", self.name),
+                Err(RecvTimeoutError::Disconnected) => panic!("{} exited before '{prefix}'", self.name),
+            }
+        }
+    }
+
+    /// The engine's `go perft` split: move -> leaves.
+    fn divide(&mut self, fen: &str, depth: u32) -> BTreeMap<String, u64> {
+        self.send(&format!("position fen {fen}"));
+        self.send(&format!("go perft {depth}"));
+        self.read_until("Nodes searched")
+            .iter()
+            .filter_map(|line| {
+                let (m, n) = line.split_once(": ")?;
+                Some((m.trim().to_string(), n.trim().parse().ok()?))
+            })
+            .filter(|(m, _)| m != "Nodes searched")
+            .collect()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The engine binary, or `None` to skip (only when `CAPA_SKIP_ENGINE_TESTS=1`).
+fn locate(binary: &str, override_var: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(override_var) {
+        return Some(PathBuf::from(path));
+    }
+    let dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
+    let found = dirs.into_iter().chain([PathBuf::from("/usr/games")]).map(|d| d.join(binary)).find(|p| p.is_file());
+    if found.is_none() {
+        if std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref() == Ok("1") {
+            eprintln!("skipping the {binary} cross-check: CAPA_SKIP_ENGINE_TESTS=1");
+            return None;
+        }
+        panic!(
+            "{binary} not found in PATH or /usr/games. Install it with \
+             `apt-get update && apt-get install -y fairy-stockfish stockfish`, point {override_var} \
+             at it, or set CAPA_SKIP_ENGINE_TESTS=1 to skip engine cross-checks"
+        );
+    }
+    found
+}
+
+fn ours<G: Game>(pos: &G, depth: u32) -> BTreeMap<String, u64> {
+    divide(pos, depth).into_iter().map(|(m, n)| (m.to_string(), n)).collect()
+}
+
+/// What differs between two splits, for the failure message.
+fn differences(ours: &BTreeMap<String, u64>, theirs: &BTreeMap<String, u64>) -> String {
+    let mut out = String::new();
+    for (m, n) in ours {
+        match theirs.get(m) {
+            None => out += &format!("\n    {m}: ours {n}, engine has no such move"),
+            Some(t) if t != n => out += &format!("\n    {m}: ours {n}, engine {t}"),
+            _ => {}
+        }
+    }
+    for (m, t) in theirs.iter().filter(|(m, _)| !ours.contains_key(*m)) {
+        out += &format!("\n    {m}: engine {t}, we have no such move");
+    }
+    out
+}
+
+/// Compares at every 20th position of each playout and at its last one.
+/// Returns how many positions were compared.
+fn cross_check<G: Game>(engine: &mut Engine, fens: &[&str], playouts: usize, seed: u64) -> usize {
+    let mut rng = Rng::new(seed);
+    let mut compared = 0;
+    let mut failures = Vec::new();
+    for i in 0..playouts {
+        let start = G::from_fen(fens[i % fens.len()]).unwrap();
+        let plies = rng.below(160);
+        let mut visited = Vec::new();
+        playout(&start, plies, &mut Rng::new(rng.next()), |pos| visited.push(pos.clone()));
+        let last = visited.len() - 1;
+        for (ply, pos) in visited.iter().enumerate().filter(|(ply, _)| ply % 20 == 0 || *ply == last) {
+            let fen = pos.fen();
+            let (mine, theirs) = (ours(pos, 2), engine.divide(&fen, 2));
+            compared += 1;
+            if mine != theirs {
+                failures.push(format!("playout {i}, ply {ply}: {fen}{}", differences(&mine, &theirs)));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {compared} positions differ from {}:\n{}", failures.len(), engine.name, failures.join("\n"));
+    compared
+}
+
+#[test]
+fn capablanca_matches_fairy_stockfish() {
+    let Some(path) = locate("fairy-stockfish", "CAPA_FAIRY_STOCKFISH") else { return };
+    let mut engine = Engine::start(&path, Some("capablanca"));
+    // The reference positions themselves, one ply deeper than the split.
+    for fen in CAPABLANCA_FENS {
+        let pos = Capablanca::from_fen(fen).unwrap();
+        assert_eq!(ours(&pos, 3), engine.divide(fen, 3), "perft 3 split of {fen}");
+    }
+    let compared = cross_check::<Capablanca>(&mut engine, &CAPABLANCA_FENS, 320, 5);
+    assert!(compared >= 600, "only {compared} positions compared");
+}
+
+#[test]
+fn chess_matches_stockfish() {
+    let Some(path) = locate("stockfish", "CAPA_STOCKFISH") else { return };
+    let mut engine = Engine::start(&path, None);
+    let compared = cross_check::<Chess>(&mut engine, &CHESS_FENS, 120, 6);
+    assert!(compared >= 200, "only {compared} positions compared");
+}
