@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use shakmaty::fen::{Fen, ParseFenError};
 use shakmaty::uci::UciMove;
-use shakmaty::zobrist::Zobrist64;
+use shakmaty::zobrist::{Zobrist64, ZobristValue};
 use shakmaty::{CastlingMode, EnPassantMode, FromSetup, Position, PositionErrorKinds, Role};
 
 use crate::notation::{split_fen, split_uci};
@@ -152,9 +152,47 @@ impl Game for Chess {
 
     #[inline]
     fn play(&mut self, m: ChessMove) {
-        let updated = self.pos.update_zobrist_hash(self.hash, m.0, EnPassantMode::Legal);
+        // shakmaty's own incremental update gives up on king moves, double
+        // steps, castling-right squares and en passant; this one does not.
+        let turn = self.pos.turn();
+        let rights_before = self.pos.castles().castling_rights();
+        let mut hash = self.hash ^ Zobrist64::zobrist_for_white_turn();
+        if let Some(ep) = self.pos.ep_square(EnPassantMode::Legal) {
+            hash ^= Zobrist64::zobrist_for_en_passant_file(ep.file());
+        }
+        let piece = |sq, role: Role, color| Zobrist64::zobrist_for_piece(sq, role.of(color));
+        match m.0 {
+            shakmaty::Move::Normal { role, from, capture, to, promotion } => {
+                hash ^= piece(from, role, turn) ^ piece(to, promotion.unwrap_or(role), turn);
+                if let Some(captured) = capture {
+                    hash ^= piece(to, captured, !turn);
+                }
+            }
+            shakmaty::Move::EnPassant { from, to } => {
+                let captured = shakmaty::Square::from_coords(to.file(), from.rank());
+                hash ^= piece(from, Role::Pawn, turn) ^ piece(to, Role::Pawn, turn) ^ piece(captured, Role::Pawn, !turn);
+            }
+            shakmaty::Move::Castle { king, rook } => {
+                let side = shakmaty::CastlingSide::from_queen_side(rook < king);
+                let rank = king.rank();
+                hash ^= piece(king, Role::King, turn)
+                    ^ piece(shakmaty::Square::from_coords(side.king_to_file(), rank), Role::King, turn)
+                    ^ piece(rook, Role::Rook, turn)
+                    ^ piece(shakmaty::Square::from_coords(side.rook_to_file(), rank), Role::Rook, turn);
+            }
+            shakmaty::Move::Put { .. } => unreachable!("no drops in standard chess"),
+        }
         self.pos.play_unchecked(m.0);
-        self.hash = updated.unwrap_or_else(|| self.pos.zobrist_hash(EnPassantMode::Legal));
+        // Rights are kept as rook squares: a1/h1 white, a8/h8 black.
+        for rook in rights_before ^ self.pos.castles().castling_rights() {
+            let color = shakmaty::Color::from_white(rook.rank() == shakmaty::Rank::First);
+            let side = shakmaty::CastlingSide::from_queen_side(rook.file() == shakmaty::File::A);
+            hash ^= Zobrist64::zobrist_for_castling_right(color, side);
+        }
+        if let Some(ep) = self.pos.ep_square(EnPassantMode::Legal) {
+            hash ^= Zobrist64::zobrist_for_en_passant_file(ep.file());
+        }
+        self.hash = hash;
     }
 
     fn outcome(&self) -> Option<Outcome> {

@@ -1,0 +1,78 @@
+# Shared by the perft benchmarks: CPU-time measurement and medians.
+# Sourced, not run.
+#
+# A tool is a shell function `tool FEN DEPTH` that prints its leaf count as
+# `nodes N` or `Nodes searched: N`. Each run times every tool once, one after
+# the other, so that all of them meet the same background load (these
+# machines are shared); the figure per tool is the median over $RUNS runs of
+# leaves per CPU-second (user + sys), after subtracting the tool's start-up
+# (the median CPU time of a depth-1 run).
+
+RUNS=${RUNS:-5}
+
+# cpu_seconds OUT CMD...: runs CMD (stdout to OUT), prints its user+sys seconds.
+cpu_seconds() {
+  local out=$1; shift
+  local TIMEFORMAT='%3U %3S' t
+  t=$( { time "$@" >"$out" 2>/dev/null; } 2>&1 )
+  awk '{ printf "%.3f\n", $1 + $2 }' <<<"$t"
+}
+
+median() {
+  sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
+}
+
+# uci_perft ENGINE VARIANT FEN DEPTH: one engine run of `go perft`. The engine
+# finishes the perft before it honours `quit`.
+uci_perft() {
+  local engine=$1 variant=$2 fen=$3 depth=$4
+  {
+    echo uci
+    [ -n "$variant" ] && echo "setoption name UCI_Variant value $variant"
+    echo "position fen $fen"
+    echo "go perft $depth"
+    echo quit
+  } | "$engine"
+}
+
+# measure FEN DEPTH EXPECTED TOOL...: prints one figure per tool, in order:
+# millions of leaves per CPU-second. Fails if a tool miscounts.
+measure() {
+  local fen=$1 depth=$2 expected=$3; shift 3
+  local tmp; tmp=$(mktemp -d)
+  local tool run
+  for tool in "$@"; do
+    for run in $(seq "$RUNS"); do cpu_seconds "$tmp/out" "$tool" "$fen" 1; done | median >"$tmp/$tool.base"
+  done
+  for run in $(seq "$RUNS"); do
+    for tool in "$@"; do
+      cpu_seconds "$tmp/out" "$tool" "$fen" "$depth" >>"$tmp/$tool.secs"
+      local nodes
+      nodes=$(grep -Eo '(nodes|Nodes searched:) [0-9]+' "$tmp/out" | grep -Eo '[0-9]+' | tail -n 1)
+      if [ "$nodes" != "$expected" ]; then
+        echo "$tool counted '$nodes' leaves at depth $depth of $fen, expected $expected" >&2
+        rm -rf "$tmp"
+        return 1
+      fi
+    done
+  done
+  local figures=()
+  for tool in "$@"; do
+    figures+=("$(median <"$tmp/$tool.secs" | awk -v n="$expected" -v b="$(cat "$tmp/$tool.base")" \
+      '{ c = $1 - b; if (c <= 0) c = $1; printf "%.1f", n / c / 1e6 }')")
+  done
+  rm -rf "$tmp"
+  echo "${figures[@]}"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# geomean RATIO...: the geometric mean of the ratios.
+geomean() { printf '%s\n' "$@" | awk '{ s += log($1) } END { printf "%.2f", exp(s / NR) }'; }
+
+find_engine() {
+  command -v "$1" 2>/dev/null || { [ -x "/usr/games/$1" ] && echo "/usr/games/$1"; } || {
+    echo "$1 not found: apt-get update && apt-get install -y $1" >&2
+    exit 1
+  }
+}

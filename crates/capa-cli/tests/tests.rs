@@ -1,0 +1,79 @@
+//! The `capa` binary as a user runs it: output format, exit codes, errors.
+
+use std::process::{Command, Output};
+
+fn capa(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_capa")).args(args).output().expect("capa runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+#[test]
+fn perft_prints_nodes_last() {
+    let out = capa(&["perft", "--variant", "capablanca", "--depth", "3"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "nodes 25228\n");
+    assert!(stderr(&out).contains("nodes/s"), "timing goes to stderr: {}", stderr(&out));
+}
+
+#[test]
+fn perft_divide_lists_root_moves_sorted() {
+    let fen = "r4k3r/ppppp1pppp/5c4/10/4N5/5Na3/PPPP3PPP/R4K3R w KQkq - 0 1";
+    let out = capa(&["perft", "--variant", "capablanca", "--fen", fen, "--depth", "2", "--divide"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5);
+    assert!(lines[..4].iter().zip(["e4g3: ", "f1g1: ", "f1g2: ", "h2g3: "]).all(|(l, m)| l.starts_with(m)), "{text}");
+    let sum: u64 = lines[..4].iter().map(|l| l.split(": ").nth(1).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(lines[4], format!("nodes {sum}"));
+    assert_eq!(sum, 230);
+}
+
+#[test]
+fn perft_chess() {
+    let out = capa(&["perft", "--variant", "chess", "--depth", "4"]);
+    assert_eq!(stdout(&out), "nodes 197281\n");
+}
+
+#[test]
+fn legal_lists_uci_sorted() {
+    let out = capa(&["legal", "--variant", "capablanca", "--fen", "r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1"]);
+    let text = stdout(&out);
+    let moves: Vec<&str> = text.lines().collect();
+    let mut sorted = moves.clone();
+    sorted.sort();
+    assert_eq!(moves, sorted);
+    assert!(moves.contains(&"f1i1") && moves.contains(&"f1c1"), "castling as king from-to: {text}");
+    let chess = capa(&["legal", "--variant", "chess"]);
+    assert_eq!(stdout(&chess).lines().count(), 20);
+}
+
+#[test]
+fn bad_fen_is_a_clear_error() {
+    let out = capa(&["perft", "--variant", "capablanca", "--fen", "rnabqkbcnr1/10/10/10/10/10/10/RNABQKBCNR w - - 0 1", "--depth", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--fen") && err.contains("rank 8 describes 11 squares, expected 10"), "{err}");
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn bad_arguments_are_rejected_by_clap() {
+    for args in [
+        &["perft", "--variant", "shogi", "--depth", "1"][..],
+        &["perft", "--variant", "chess", "--depth", "0"],
+        &["perft", "--variant", "chess"],
+        &["legal"],
+    ] {
+        let out = capa(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!stderr(&out).is_empty());
+    }
+}
