@@ -61,7 +61,11 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         // A closed pipe (`capa legal ... | head`) is not a failure.
-        Err(err) if err.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)) => {
+        Err(err)
+            if err
+                .chain()
+                .any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)) =>
+        {
             ExitCode::SUCCESS
         }
         Err(err) => {

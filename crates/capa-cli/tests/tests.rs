@@ -57,7 +57,15 @@ fn legal_lists_uci_sorted() {
 
 #[test]
 fn bad_fen_is_a_clear_error() {
-    let out = capa(&["perft", "--variant", "capablanca", "--fen", "rnabqkbcnr1/10/10/10/10/10/10/RNABQKBCNR w - - 0 1", "--depth", "1"]);
+    let out = capa(&[
+        "perft",
+        "--variant",
+        "capablanca",
+        "--fen",
+        "rnabqkbcnr1/10/10/10/10/10/10/RNABQKBCNR w - - 0 1",
+        "--depth",
+        "1",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("--fen") && err.contains("rank 8 describes 11 squares, expected 10"), "{err}");

@@ -64,7 +64,9 @@ fn position_error(kinds: PositionErrorKinds, fen: &str, pieces: &[(usize, usize,
     let kings = |c: char| pieces.iter().filter(|p| p.2 == c).count();
     let fields: Vec<&str> = fen.split_ascii_whitespace().collect();
     let field = |i: usize| fields.get(i).copied().unwrap_or("-").to_string();
-    if kinds.intersects(PositionErrorKinds::MISSING_KING | PositionErrorKinds::TOO_MANY_KINGS | PositionErrorKinds::EMPTY_BOARD) {
+    if kinds.intersects(
+        PositionErrorKinds::MISSING_KING | PositionErrorKinds::TOO_MANY_KINGS | PositionErrorKinds::EMPTY_BOARD,
+    ) {
         let (color, count) = if kings('K') != 1 { (Color::White, kings('K')) } else { (Color::Black, kings('k')) };
         FenErrorKind::KingCount { color, count }
     } else if kinds.contains(PositionErrorKinds::PAWNS_ON_BACKRANK) {
@@ -170,7 +172,8 @@ impl Game for Chess {
             }
             shakmaty::Move::EnPassant { from, to } => {
                 let captured = shakmaty::Square::from_coords(to.file(), from.rank());
-                hash ^= piece(from, Role::Pawn, turn) ^ piece(to, Role::Pawn, turn) ^ piece(captured, Role::Pawn, !turn);
+                hash ^=
+                    piece(from, Role::Pawn, turn) ^ piece(to, Role::Pawn, turn) ^ piece(captured, Role::Pawn, !turn);
             }
             shakmaty::Move::Castle { king, rook } => {
                 let side = shakmaty::CastlingSide::from_queen_side(rook < king);

@@ -69,10 +69,7 @@ impl<G: Game> History<G> {
         let last = self.positions.len() - 1;
         // Only positions since the last capture or pawn move can repeat.
         let window = (current.halfmove_clock() as usize).min(last);
-        (2..=window)
-            .step_by(2)
-            .filter(|&back| self.positions[last - back].hash() == current.hash())
-            .count()
+        (2..=window).step_by(2).filter(|&back| self.positions[last - back].hash() == current.hash()).count()
     }
 
     /// Whether the game is over, and how: checkmate and stalemate first, then

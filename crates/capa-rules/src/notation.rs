@@ -43,14 +43,7 @@ pub(crate) fn split_fen<'a>(
     // Bounds keep ply arithmetic far from overflow; no real game comes near them.
     let halfmove_clock = clock("halfmove clock", field(4, "0"), 100_000)?;
     let fullmove_number = clock("fullmove number", field(5, "1"), 1_000_000)?.max(1);
-    Ok(FenFields {
-        pieces,
-        turn,
-        castling: field(2, "-"),
-        en_passant: field(3, "-"),
-        halfmove_clock,
-        fullmove_number,
-    })
+    Ok(FenFields { pieces, turn, castling: field(2, "-"), en_passant: field(3, "-"), halfmove_clock, fullmove_number })
 }
 
 fn parse_placement(
@@ -83,10 +76,7 @@ fn parse_placement(
                     .parse::<usize>()
                     .ok()
                     .filter(|&n| n > 0 && !digits.starts_with('0'))
-                    .ok_or_else(|| FenErrorKind::BadEmptyCount {
-                        count: digits.to_string(),
-                        rank: rank + 1,
-                    })?;
+                    .ok_or_else(|| FenErrorKind::BadEmptyCount { count: digits.to_string(), rank: rank + 1 })?;
                 file = file.saturating_add(count);
             } else if roles.contains(c.to_ascii_lowercase()) && c.is_ascii_alphabetic() {
                 if file < files {
@@ -128,17 +118,11 @@ pub(crate) struct UciParts {
 }
 
 /// Splits `uci` (`e2e4`, `a7a8q`) for a board of `files` x `ranks` with promotion letters `promotions`.
-pub(crate) fn split_uci(
-    uci: &str,
-    files: usize,
-    ranks: usize,
-    promotions: &str,
-) -> Result<UciParts, MoveError> {
+pub(crate) fn split_uci(uci: &str, files: usize, ranks: usize, promotions: &str) -> Result<UciParts, MoveError> {
     let malformed = |reason: String| MoveError::Malformed { uci: uci.to_string(), reason };
     if !uci.is_ascii() || !(4..=5).contains(&uci.len()) {
         return Err(malformed(
-            "expected from-square, to-square and an optional promotion letter, like e2e4 or a7a8q"
-                .to_string(),
+            "expected from-square, to-square and an optional promotion letter, like e2e4 or a7a8q".to_string(),
         ));
     }
     let square = |s: &str| {
@@ -155,9 +139,7 @@ pub(crate) fn split_uci(
         None => None,
         Some(p) if promotions.contains(p) => Some(p),
         Some(p) => {
-            return Err(malformed(format!(
-                "'{p}' is not a promotion piece here (one of '{promotions}')"
-            )));
+            return Err(malformed(format!("'{p}' is not a promotion piece here (one of '{promotions}')")));
         }
     };
     Ok(UciParts { from, to, promotion })

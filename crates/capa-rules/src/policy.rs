@@ -33,10 +33,8 @@ pub struct PolicyMap {
 }
 
 const NONE: u16 = u16::MAX;
-const QUEEN_DIRECTIONS: [(i32, i32); 8] =
-    [(0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1)];
-const KNIGHT_JUMPS: [(i32, i32); 8] =
-    [(1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2)];
+const QUEEN_DIRECTIONS: [(i32, i32); 8] = [(0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1)];
+const KNIGHT_JUMPS: [(i32, i32); 8] = [(1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2)];
 
 impl PolicyMap {
     /// Builds the map for a `files` x `ranks` board whose suffixed promotion
@@ -65,11 +63,11 @@ impl PolicyMap {
                     targets[(fr + dr) as usize * files + (ff + df) as usize] = true;
                 }
             }
-            entries.extend(
-                (0..squares)
-                    .filter(|&to| targets[to])
-                    .map(|to| PolicyMove { from: from as u8, to: to as u8, promotion: None }),
-            );
+            entries.extend((0..squares).filter(|&to| targets[to]).map(|to| PolicyMove {
+                from: from as u8,
+                to: to as u8,
+                promotion: None,
+            }));
         }
         let seventh = (ranks - 2) * files;
         let eighth = (ranks - 1) * files;
@@ -142,7 +140,11 @@ impl PolicyMap {
             None => self.plain[from * squares + to],
             Some(piece) => {
                 let (ff, tf) = (from % self.files, to % self.files);
-                if from / self.files != self.ranks - 2 || to / self.files != self.ranks - 1 || tf + 1 < ff || tf > ff + 1 {
+                if from / self.files != self.ranks - 2
+                    || to / self.files != self.ranks - 1
+                    || tf + 1 < ff
+                    || tf > ff + 1
+                {
                     return None;
                 }
                 self.promoted[(ff * 3 + (tf + 1 - ff)) * self.promotions.len() + piece]

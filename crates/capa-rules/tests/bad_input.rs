@@ -131,7 +131,12 @@ fn uci_errors() {
 
 /// A FEN of the given game with one random edit: what a fuzzer would try.
 fn mutated(fens: &'static [&'static str]) -> impl Strategy<Value = String> {
-    (0..fens.len(), any::<usize>(), prop::sample::select(" /0123456789KQkqABCJRNPpnbrqkac-wxe".chars().collect::<Vec<char>>()), 0..3usize)
+    (
+        0..fens.len(),
+        any::<usize>(),
+        prop::sample::select(" /0123456789KQkqABCJRNPpnbrqkac-wxe".chars().collect::<Vec<char>>()),
+        0..3usize,
+    )
         .prop_map(move |(i, at, piece, op)| {
             let mut s: Vec<char> = fens[i].chars().collect();
             let at = at % (s.len() + 1);

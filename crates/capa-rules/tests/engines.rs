@@ -1,12 +1,15 @@
 //! Cross-checks against engines none of us wrote: Fairy-Stockfish for
-//! Capablanca, Stockfish for chess (Debian's `fairy-stockfish`, `stockfish`).
+//! Capablanca, Stockfish for chess, and Sjaak II (an independent code base) as
+//! a second opinion on Capablanca (Debian's `fairy-stockfish`, `stockfish`,
+//! `sjaakii`).
 //!
 //! Random playouts of random length from the reference positions; at several
 //! positions of each, the engine's `go perft 2` split is compared with ours
-//! move by move. A mismatch prints the FEN and the moves that differ.
+//! move by move (Sjaak II: the perft 3 total, as its split uses its own move
+//! notation). A mismatch prints the FEN and the moves that differ.
 //! Without the engines the tests fail with the command that installs them,
 //! unless `CAPA_SKIP_ENGINE_TESTS=1`. Override a binary with
-//! `CAPA_FAIRY_STOCKFISH=/path` or `CAPA_STOCKFISH=/path`.
+//! `CAPA_FAIRY_STOCKFISH=/path`, `CAPA_STOCKFISH=/path` or `CAPA_SJAAKII=/path`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -21,7 +24,7 @@ use capa_rules::{Game, divide};
 
 use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, playout};
 
-/// An engine process spoken to over UCI.
+/// An engine process, spoken to line by line.
 struct Engine {
     name: String,
     child: Child,
@@ -30,9 +33,10 @@ struct Engine {
 }
 
 impl Engine {
-    fn start(path: &PathBuf, variant: Option<&str>) -> Engine {
+    fn spawn(path: &PathBuf, args: &[&str]) -> Engine {
         let name = path.display().to_string();
         let mut child = Command::new(path)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -48,7 +52,12 @@ impl Engine {
                 }
             }
         });
-        let mut engine = Engine { name, child, stdin, lines };
+        Engine { name, child, stdin, lines }
+    }
+
+    /// Starts a UCI engine and selects `variant` if given.
+    fn start_uci(path: &PathBuf, variant: Option<&str>) -> Engine {
+        let mut engine = Engine::spawn(path, &[]);
         engine.send("uci");
         engine.read_until("uciok");
         if let Some(variant) = variant {
@@ -65,18 +74,23 @@ impl Engine {
 
     /// Lines up to and including the first that starts with `prefix`.
     fn read_until(&mut self, prefix: &str) -> Vec<String> {
+        self.read_until_line(prefix, |line| line.starts_with(prefix))
+    }
+
+    /// Lines up to and including the first for which `last` holds.
+    fn read_until_line(&mut self, what: &str, last: impl Fn(&str) -> bool) -> Vec<String> {
         let mut seen = Vec::new();
         loop {
             match self.lines.recv_timeout(Duration::from_secs(60)) {
                 Ok(line) => {
-                    let done = line.starts_with(prefix);
+                    let done = last(&line);
                     seen.push(line);
                     if done {
                         return seen;
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => panic!("{} sent no '{prefix}' within 60 s", self.name),
-                Err(RecvTimeoutError::Disconnected) => panic!("{} exited before '{prefix}'", self.name),
+                Err(RecvTimeoutError::Timeout) => panic!("{} sent no '{what}' within 60 s", self.name),
+                Err(RecvTimeoutError::Disconnected) => panic!("{} exited before '{what}'", self.name),
             }
         }
     }
@@ -93,6 +107,18 @@ impl Engine {
             })
             .filter(|(m, _)| m != "Nodes searched")
             .collect()
+    }
+
+    /// Sjaak II's own `perft` total (its line `DEPTH NODES TIME NPS`).
+    fn sjaak_perft(&mut self, fen: &str, depth: u32) -> u64 {
+        self.send(&format!("setboard {fen}"));
+        self.send(&format!("perft {depth}"));
+        let total = |line: &str| {
+            let mut fields = line.split_whitespace();
+            (fields.next() == Some(&depth.to_string())).then(|| fields.next()?.parse::<u64>().ok()).flatten()
+        };
+        let lines = self.read_until_line("perft total", |line| total(line).is_some());
+        total(lines.last().expect("at least the total")).expect("the total line")
     }
 }
 
@@ -166,14 +192,20 @@ fn cross_check<G: Game>(engine: &mut Engine, fens: &[&str], playouts: usize, see
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {compared} positions differ from {}:\n{}", failures.len(), engine.name, failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} positions differ from {}:\n{}",
+        failures.len(),
+        engine.name,
+        failures.join("\n")
+    );
     compared
 }
 
 #[test]
 fn capablanca_matches_fairy_stockfish() {
     let Some(path) = locate("fairy-stockfish", "CAPA_FAIRY_STOCKFISH") else { return };
-    let mut engine = Engine::start(&path, Some("capablanca"));
+    let mut engine = Engine::start_uci(&path, Some("capablanca"));
     // The reference positions themselves, one ply deeper than the split.
     for fen in CAPABLANCA_FENS {
         let pos = Capablanca::from_fen(fen).unwrap();
@@ -186,7 +218,31 @@ fn capablanca_matches_fairy_stockfish() {
 #[test]
 fn chess_matches_stockfish() {
     let Some(path) = locate("stockfish", "CAPA_STOCKFISH") else { return };
-    let mut engine = Engine::start(&path, None);
+    let mut engine = Engine::start_uci(&path, None);
     let compared = cross_check::<Chess>(&mut engine, &CHESS_FENS, 120, 6);
     assert!(compared >= 200, "only {compared} positions compared");
+}
+
+#[test]
+fn capablanca_matches_sjaak_ii() {
+    let Some(path) = locate("sjaakii", "CAPA_SJAAKII") else { return };
+    let mut engine = Engine::spawn(&path, &["-xboard"]);
+    engine.send("variant capablanca");
+    // Without `force` Sjaak II, as an xboard engine, would reply to each `setboard` with a move.
+    engine.send("force");
+    let mut rng = Rng::new(7);
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for i in 0..160 {
+        let start = Capablanca::from_fen(CAPABLANCA_FENS[i % CAPABLANCA_FENS.len()]).unwrap();
+        let mut last = start;
+        playout(&start, rng.below(160), &mut Rng::new(rng.next()), |pos| last = *pos);
+        let fen = last.fen();
+        let (ours, theirs) = (capa_rules::perft(&last, 3), engine.sjaak_perft(&fen, 3));
+        compared += 1;
+        if ours != theirs {
+            failures.push(format!("playout {i}: {fen}: perft 3 ours {ours}, Sjaak II {theirs}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {compared} positions differ:\n{}", failures.len(), failures.join("\n"));
 }

@@ -15,18 +15,33 @@ const fn ended(result: GameResult, reason: Termination) -> Option<Outcome> {
 #[test]
 fn capablanca_mate_and_stalemate() {
     // Queen b7 guarded by the king: mate. The mated side is to move, so it is a loss.
-    assert_eq!(outcome::<Capablanca>("k9/1Q8/2K7/10/10/10/10/10 b - - 0 1"), ended(GameResult::Loss, Termination::Checkmate));
-    assert_eq!(outcome::<Capablanca>("k9/10/1Q8/10/10/10/10/9K b - - 0 1"), ended(GameResult::Draw, Termination::Stalemate));
+    assert_eq!(
+        outcome::<Capablanca>("k9/1Q8/2K7/10/10/10/10/10 b - - 0 1"),
+        ended(GameResult::Loss, Termination::Checkmate)
+    );
+    assert_eq!(
+        outcome::<Capablanca>("k9/10/1Q8/10/10/10/10/9K b - - 0 1"),
+        ended(GameResult::Draw, Termination::Stalemate)
+    );
     // The chancellor mates along the rank, its knight jump covering a7.
-    assert_eq!(outcome::<Capablanca>("k1C7/10/1K8/10/10/10/10/10 b - - 0 1"), ended(GameResult::Loss, Termination::Checkmate));
+    assert_eq!(
+        outcome::<Capablanca>("k1C7/10/1K8/10/10/10/10/10 b - - 0 1"),
+        ended(GameResult::Loss, Termination::Checkmate)
+    );
     assert_eq!(outcome::<Capablanca>("rnabqkbcnr/pppppppppp/10/10/10/10/PPPPPPPPPP/RNABQKBCNR w KQkq - 0 1"), None);
 }
 
 #[test]
 fn capablanca_fifty_moves_unless_mate() {
     assert_eq!(outcome::<Capablanca>("k9/10/10/10/10/10/1R8/9K b - - 99 80"), None);
-    assert_eq!(outcome::<Capablanca>("k9/10/10/10/10/10/1R8/9K b - - 100 80"), ended(GameResult::Draw, Termination::FiftyMoveRule));
-    assert_eq!(outcome::<Capablanca>("k9/1Q8/2K7/10/10/10/10/10 b - - 100 80"), ended(GameResult::Loss, Termination::Checkmate));
+    assert_eq!(
+        outcome::<Capablanca>("k9/10/10/10/10/10/1R8/9K b - - 100 80"),
+        ended(GameResult::Draw, Termination::FiftyMoveRule)
+    );
+    assert_eq!(
+        outcome::<Capablanca>("k9/1Q8/2K7/10/10/10/10/10 b - - 100 80"),
+        ended(GameResult::Loss, Termination::Checkmate)
+    );
 }
 
 #[test]
@@ -50,8 +65,14 @@ fn capablanca_insufficient_material() {
 fn chess_outcomes() {
     assert_eq!(outcome::<Chess>("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"), ended(GameResult::Loss, Termination::Checkmate));
     assert_eq!(outcome::<Chess>("7k/8/6Q1/8/8/8/8/K7 b - - 0 1"), ended(GameResult::Draw, Termination::Stalemate));
-    assert_eq!(outcome::<Chess>("7k/8/8/8/8/8/8/KN6 w - - 0 1"), ended(GameResult::Draw, Termination::InsufficientMaterial));
-    assert_eq!(outcome::<Chess>("7k/8/8/8/8/8/R7/K7 w - - 100 70"), ended(GameResult::Draw, Termination::FiftyMoveRule));
+    assert_eq!(
+        outcome::<Chess>("7k/8/8/8/8/8/8/KN6 w - - 0 1"),
+        ended(GameResult::Draw, Termination::InsufficientMaterial)
+    );
+    assert_eq!(
+        outcome::<Chess>("7k/8/8/8/8/8/R7/K7 w - - 100 70"),
+        ended(GameResult::Draw, Termination::FiftyMoveRule)
+    );
     assert_eq!(outcome::<Chess>("7k/8/8/8/8/8/R7/K7 w - - 99 70"), None);
 }
 

@@ -22,29 +22,17 @@ const BUDGET: u64 = if cfg!(debug_assertions) { 1_000_000 } else { 30_000_000 };
 
 #[test]
 fn capablanca_start() {
-    check::<Capablanca>(
-        CAPABLANCA_FENS[0],
-        &[(1, 28), (2, 784), (3, 25_228), (4, 805_128), (5, 28_741_319)],
-        BUDGET,
-    );
+    check::<Capablanca>(CAPABLANCA_FENS[0], &[(1, 28), (2, 784), (3, 25_228), (4, 805_128), (5, 28_741_319)], BUDGET);
 }
 
 #[test]
 fn capablanca_castling() {
-    check::<Capablanca>(
-        CAPABLANCA_FENS[1],
-        &[(1, 31), (2, 961), (3, 29_210), (4, 887_784), (5, 26_548_436)],
-        BUDGET,
-    );
+    check::<Capablanca>(CAPABLANCA_FENS[1], &[(1, 31), (2, 961), (3, 29_210), (4, 887_784), (5, 26_548_436)], BUDGET);
 }
 
 #[test]
 fn capablanca_check_by_archbishop() {
-    check::<Capablanca>(
-        CAPABLANCA_FENS[2],
-        &[(1, 4), (2, 230), (3, 8_304), (4, 456_125), (5, 16_419_047)],
-        BUDGET,
-    );
+    check::<Capablanca>(CAPABLANCA_FENS[2], &[(1, 4), (2, 230), (3, 8_304), (4, 456_125), (5, 16_419_047)], BUDGET);
 }
 
 #[test]

@@ -32,8 +32,7 @@ const fn leaper_table(deltas: &[(i32, i32)]) -> [u128; SQUARES] {
 
 static KNIGHT: [u128; SQUARES] =
     leaper_table(&[(1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2)]);
-static KING: [u128; SQUARES] =
-    leaper_table(&[(0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1)]);
+static KING: [u128; SQUARES] = leaper_table(&[(0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1)]);
 static PAWN: [[u128; SQUARES]; 2] = [leaper_table(&[(-1, 1), (1, 1)]), leaper_table(&[(-1, -1), (1, -1)])];
 
 /// Ray directions. The first four raise the square index, the last four lower it.

@@ -303,12 +303,8 @@ impl Capablanca {
 
     /// The castling rights still held, as FEN letters (`KQkq` order, `-` if none).
     pub fn castling_rights(&self) -> String {
-        let letters: String = CASTLES
-            .iter()
-            .flatten()
-            .filter(|rule| self.castling & rule.right != 0)
-            .map(|rule| rule.letter)
-            .collect();
+        let letters: String =
+            CASTLES.iter().flatten().filter(|rule| self.castling & rule.right != 0).map(|rule| rule.letter).collect();
         if letters.is_empty() { "-".to_string() } else { letters }
     }
 
@@ -479,10 +475,13 @@ impl Capablanca {
         let us = self.turn;
         let them = !us;
         let king = self.king(us);
-        let captured = Square::new(ep.file(), match us {
-            Color::White => ep.rank() - 1,
-            Color::Black => ep.rank() + 1,
-        });
+        let captured = Square::new(
+            ep.file(),
+            match us {
+                Color::White => ep.rank() - 1,
+                Color::Black => ep.rank() + 1,
+            },
+        );
         let mut legal = Bitboard::EMPTY;
         for from in pawn_attacks(them, ep) & self.pieces(us, Role::Pawn) {
             let after = self.occupied() ^ from.bb() ^ ep.bb() ^ captured.bb();
@@ -834,7 +833,9 @@ impl Game for Capablanca {
     fn policy_index(&self, m: Move) -> usize {
         // Castling is indexed as the king taking its own rook, as Lc0 does.
         let to = match m.kind {
-            MoveKind::Castle => CASTLES[self.turn.index()].iter().find(|r| r.king_to == m.to).map_or(m.to, |r| r.rook_from),
+            MoveKind::Castle => {
+                CASTLES[self.turn.index()].iter().find(|r| r.king_to == m.to).map_or(m.to, |r| r.rook_from)
+            }
             _ => m.to,
         };
         let (from, to) = match self.turn {

@@ -152,11 +152,7 @@ impl Bitboard {
     /// dropping those that leave the board. Callers mask file wrap-around.
     #[inline]
     pub(crate) const fn shift(self, delta: i32) -> Bitboard {
-        if delta >= 0 {
-            Bitboard((self.0 << delta) & Bitboard::ALL.0)
-        } else {
-            Bitboard(self.0 >> -delta)
-        }
+        if delta >= 0 { Bitboard((self.0 << delta) & Bitboard::ALL.0) } else { Bitboard(self.0 >> -delta) }
     }
 }
 
