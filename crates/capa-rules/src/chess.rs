@@ -38,6 +38,8 @@ impl fmt::Debug for ChessMove {
 pub struct Chess {
     pos: shakmaty::Chess,
     hash: Zobrist64,
+    /// The en passant file the hash includes (only when the capture is legal).
+    ep_file: Option<shakmaty::File>,
 }
 
 impl Chess {
@@ -48,7 +50,8 @@ impl Chess {
 
     fn from_shakmaty(pos: shakmaty::Chess) -> Chess {
         let hash = pos.zobrist_hash(EnPassantMode::Legal);
-        Chess { pos, hash }
+        let ep_file = pos.ep_square(EnPassantMode::Legal).map(|sq| sq.file());
+        Chess { pos, hash, ep_file }
     }
 }
 
@@ -159,8 +162,8 @@ impl Game for Chess {
         let turn = self.pos.turn();
         let rights_before = self.pos.castles().castling_rights();
         let mut hash = self.hash ^ Zobrist64::zobrist_for_white_turn();
-        if let Some(ep) = self.pos.ep_square(EnPassantMode::Legal) {
-            hash ^= Zobrist64::zobrist_for_en_passant_file(ep.file());
+        if let Some(file) = self.ep_file {
+            hash ^= Zobrist64::zobrist_for_en_passant_file(file);
         }
         let piece = |sq, role: Role, color| Zobrist64::zobrist_for_piece(sq, role.of(color));
         match m.0 {
@@ -192,8 +195,9 @@ impl Game for Chess {
             let side = shakmaty::CastlingSide::from_queen_side(rook.file() == shakmaty::File::A);
             hash ^= Zobrist64::zobrist_for_castling_right(color, side);
         }
-        if let Some(ep) = self.pos.ep_square(EnPassantMode::Legal) {
-            hash ^= Zobrist64::zobrist_for_en_passant_file(ep.file());
+        self.ep_file = self.pos.ep_square(EnPassantMode::Legal).map(|sq| sq.file());
+        if let Some(file) = self.ep_file {
+            hash ^= Zobrist64::zobrist_for_en_passant_file(file);
         }
         self.hash = hash;
     }

@@ -204,9 +204,9 @@ pub trait Game: Clone + Send + Sync + 'static {
 
     /// Plays `m`, which must be one of this position's legal moves.
     ///
-    /// Playing a move that `legal_moves` did not produce leaves the position
-    /// in an unspecified (but memory-safe) state; parse user input with
-    /// [`Game::parse_uci`], which checks legality.
+    /// Playing a move that `legal_moves` did not produce may panic or leave
+    /// the position in an unspecified (but memory-safe) state; parse user
+    /// input with [`Game::parse_uci`], which checks legality.
     fn play(&mut self, m: Self::Move);
 
     /// The outcome that this position alone decides: checkmate, stalemate,
