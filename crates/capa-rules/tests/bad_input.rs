@@ -156,12 +156,15 @@ const CAPA: &[&str] = &crate::common::CAPABLANCA_FENS;
 const CHESS: &[&str] = &crate::common::CHESS_FENS;
 
 /// What every accepted FEN must satisfy: it writes back to a FEN that parses
-/// to the same position.
+/// to the same position, and moves can be generated, played and judged.
 fn accepted_is_consistent<G: Game>(fen: &str) {
     if let Ok(pos) = G::from_fen(fen) {
         let again = G::from_fen(&pos.fen()).expect("our own FEN parses");
         assert_eq!(again.fen(), pos.fen());
         assert_eq!(again.hash(), pos.hash());
+        let split = capa_rules::divide(&pos, 2);
+        assert_eq!(split.iter().map(|(_, n)| n).sum::<u64>(), capa_rules::perft(&pos, 2));
+        let _ = pos.outcome();
     }
 }
 

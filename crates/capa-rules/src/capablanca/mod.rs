@@ -343,28 +343,40 @@ impl Capablanca {
         piece
     }
 
+    /// Pieces of either color standing where a knight, king or `attacker`'s
+    /// pawn attacking `sq` would stand.
+    #[inline]
+    fn leapers_towards(&self, sq: Square, attacker: Color) -> Bitboard {
+        (knight_attacks(sq) & self.roles(Role::Knight, Role::Archbishop, Role::Chancellor))
+            | (king_attacks(sq) & self.by_role[Role::King.index()])
+            | (pawn_attacks(!attacker, sq) & self.by_role[Role::Pawn.index()])
+    }
+
+    #[inline]
+    fn rook_movers(&self) -> Bitboard {
+        self.roles(Role::Rook, Role::Queen, Role::Chancellor)
+    }
+
+    #[inline]
+    fn bishop_movers(&self) -> Bitboard {
+        self.roles(Role::Bishop, Role::Queen, Role::Archbishop)
+    }
+
     /// `attacker`'s pieces among `mask` that attack `sq`, with `occupied` blocking sliders.
     #[inline]
     fn attackers(&self, sq: Square, attacker: Color, mask: Bitboard, occupied: Bitboard) -> Bitboard {
-        let leapers = (knight_attacks(sq) & self.roles(Role::Knight, Role::Archbishop, Role::Chancellor))
-            | (king_attacks(sq) & self.by_role[Role::King.index()])
-            | (pawn_attacks(!attacker, sq) & self.by_role[Role::Pawn.index()]);
-        let sliders = (rook_attacks(sq, occupied) & self.roles(Role::Rook, Role::Queen, Role::Chancellor))
-            | (bishop_attacks(sq, occupied) & self.roles(Role::Bishop, Role::Queen, Role::Archbishop));
-        (leapers | sliders) & mask & self.by_color[attacker.index()]
+        let sliders =
+            (rook_attacks(sq, occupied) & self.rook_movers()) | (bishop_attacks(sq, occupied) & self.bishop_movers());
+        (self.leapers_towards(sq, attacker) | sliders) & mask & self.by_color[attacker.index()]
     }
 
-    /// Whether `attacker` attacks `sq`; cheap pieces first.
+    /// Whether `attacker` attacks `sq`; the cheap leapers first.
     #[inline]
     fn is_attacked(&self, sq: Square, attacker: Color, occupied: Bitboard) -> bool {
         let theirs = self.by_color[attacker.index()];
-        let leapers = (knight_attacks(sq) & self.roles(Role::Knight, Role::Archbishop, Role::Chancellor))
-            | (king_attacks(sq) & self.by_role[Role::King.index()])
-            | (pawn_attacks(!attacker, sq) & self.by_role[Role::Pawn.index()]);
-        !(leapers & theirs).is_empty()
-            || !(rook_attacks(sq, occupied) & self.roles(Role::Rook, Role::Queen, Role::Chancellor) & theirs).is_empty()
-            || !(bishop_attacks(sq, occupied) & self.roles(Role::Bishop, Role::Queen, Role::Archbishop) & theirs)
-                .is_empty()
+        !(self.leapers_towards(sq, attacker) & theirs).is_empty()
+            || !(rook_attacks(sq, occupied) & self.rook_movers() & theirs).is_empty()
+            || !(bishop_attacks(sq, occupied) & self.bishop_movers() & theirs).is_empty()
     }
 
     /// The enemy pieces giving check to the side to move.
@@ -377,8 +389,8 @@ impl Capablanca {
     #[inline]
     fn pinned(&self, us: Color, king: Square) -> Bitboard {
         let theirs = self.by_color[(!us).index()];
-        let snipers = ((rook_attacks(king, Bitboard::EMPTY) & self.roles(Role::Rook, Role::Queen, Role::Chancellor))
-            | (bishop_attacks(king, Bitboard::EMPTY) & self.roles(Role::Bishop, Role::Queen, Role::Archbishop)))
+        let snipers = ((rook_attacks(king, Bitboard::EMPTY) & self.rook_movers())
+            | (bishop_attacks(king, Bitboard::EMPTY) & self.bishop_movers()))
             & theirs;
         let occupied = self.occupied();
         let mut pinned = Bitboard::EMPTY;
@@ -469,8 +481,9 @@ impl Capablanca {
 
     /// The side to move's pawns that can legally take en passant on `ep`.
     ///
-    /// Tested by playing it out: removing two pawns from one rank can expose
-    /// the king in ways that pins do not capture. It is rare enough not to matter.
+    /// Tested by playing the capture out: taking two pawns off one rank can
+    /// expose the king in ways that pins do not capture. En passant is rare,
+    /// so the cost does not show.
     fn en_passant_captures(&self, ep: Square) -> Bitboard {
         let us = self.turn;
         let them = !us;
@@ -531,7 +544,8 @@ impl Capablanca {
         }
     }
 
-    fn compute_hash(&self) -> u64 {
+    /// The hash computed from scratch; `play` keeps [`Game::hash`] equal to it incrementally.
+    pub fn hash_from_scratch(&self) -> u64 {
         let mut hash = zobrist::side(self.turn) ^ zobrist::castling(self.castling);
         if let Some(ep) = self.ep_square {
             hash ^= zobrist::en_passant_file(ep.file());
@@ -540,11 +554,6 @@ impl Capablanca {
             hash ^= zobrist::piece(self.board[sq.index()].expect("occupied"), sq.index());
         }
         hash
-    }
-
-    /// The hash computed from scratch (for testing the incremental one).
-    pub fn hash_from_scratch(&self) -> u64 {
-        self.compute_hash()
     }
 
     fn is_insufficient_material(&self) -> bool {
@@ -597,7 +606,7 @@ impl Capablanca {
         if pos.checkers().count() > 2 {
             return Err(FenErrorKind::ImpossibleCheck);
         }
-        pos.hash = pos.compute_hash();
+        pos.hash = pos.hash_from_scratch();
         if let Some(ep) = ep {
             pos.set_en_passant(ep);
         }
