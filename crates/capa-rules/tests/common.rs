@@ -1,6 +1,6 @@
-//! Helpers shared by the tests: a seeded RNG and random playouts.
+//! Helpers shared by the tests: a seeded RNG and random games.
 
-use capa_rules::{Game, MoveList};
+use capa_rules::{Game, History, MoveList};
 
 /// SplitMix64: tiny, seedable, the same on every platform.
 pub struct Rng(u64);
@@ -25,21 +25,19 @@ impl Rng {
     }
 }
 
-/// Plays up to `plies` random legal moves from `start`, calling `visit` on
-/// every position reached (the start included); stops early at a position
-/// without moves.
-pub fn playout<G: Game>(start: &G, plies: usize, rng: &mut Rng, mut visit: impl FnMut(&G)) {
-    let mut pos = start.clone();
+/// A game of up to `plies` random legal moves from `start`, shorter if it
+/// reaches a position without moves (draw rules do not stop it).
+pub fn random_game<G: Game>(start: G, plies: usize, rng: &mut Rng) -> History<G> {
+    let mut game = History::new(start);
     let mut moves = MoveList::new();
-    visit(&pos);
     for _ in 0..plies {
-        pos.legal_moves(&mut moves);
+        game.current().legal_moves(&mut moves);
         if moves.is_empty() {
-            return;
+            break;
         }
-        pos.play(moves[rng.below(moves.len())]);
-        visit(&pos);
+        game.play(moves[rng.below(moves.len())]);
     }
+    game
 }
 
 /// Capablanca positions from ../shared/reference/perft.md.

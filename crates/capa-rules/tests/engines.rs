@@ -22,7 +22,7 @@ use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, divide};
 
-use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, playout};
+use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, random_game};
 
 /// An engine process, spoken to line by line.
 struct Engine {
@@ -120,6 +120,17 @@ impl Engine {
         let lines = self.read_until_line("perft total", |line| total(line).is_some());
         total(lines.last().expect("at least the total")).expect("the total line")
     }
+
+    /// The engine's FEN after playing `moves` from `start` itself (`d` prints it).
+    fn fen_after(&mut self, start: &str, moves: &str) -> String {
+        self.send(&format!("position fen {start} moves {moves}"));
+        self.send("d");
+        // `isready` marks the end of `d`'s output, whatever the engine prints after the FEN.
+        self.send("isready");
+        let lines = self.read_until("readyok");
+        let fen = lines.iter().find_map(|line| line.strip_prefix("Fen: "));
+        fen.unwrap_or_else(|| panic!("{} printed no 'Fen:' line for `d`", self.name)).trim().to_string()
+    }
 }
 
 impl Drop for Engine {
@@ -171,30 +182,35 @@ fn differences(ours: &BTreeMap<String, u64>, theirs: &BTreeMap<String, u64>) -> 
     out
 }
 
-/// Compares at every 20th position of each playout and at its last one.
-/// Returns how many positions were compared.
-fn cross_check<G: Game>(engine: &mut Engine, fens: &[&str], playouts: usize, seed: u64) -> usize {
+/// Compares at every 20th position of each random game and at its last one:
+/// the `go perft 2` splits, and the FEN the engine writes after playing the
+/// game's moves itself with ours. Returns how many positions were compared.
+fn cross_check<G: Game>(engine: &mut Engine, fens: &[&str], games: usize, seed: u64) -> usize {
     let mut rng = Rng::new(seed);
     let mut compared = 0;
     let mut failures = Vec::new();
-    for i in 0..playouts {
-        let start = G::from_fen(fens[i % fens.len()]).unwrap();
+    for i in 0..games {
         let plies = rng.below(160);
-        let mut visited = Vec::new();
-        playout(&start, plies, &mut Rng::new(rng.next()), |pos| visited.push(pos.clone()));
-        let last = visited.len() - 1;
-        for (ply, pos) in visited.iter().enumerate().filter(|(ply, _)| ply % 20 == 0 || *ply == last) {
+        let game = random_game(G::from_fen(fens[i % fens.len()]).unwrap(), plies, &mut Rng::new(rng.next()));
+        let moves: Vec<String> = game.moves().iter().map(ToString::to_string).collect();
+        let last = moves.len();
+        for (ply, pos) in game.positions().iter().enumerate().filter(|(ply, _)| ply % 20 == 0 || *ply == last) {
             let fen = pos.fen();
             let (mine, theirs) = (ours(pos, 2), engine.divide(&fen, 2));
-            compared += 1;
             if mine != theirs {
-                failures.push(format!("playout {i}, ply {ply}: {fen}{}", differences(&mine, &theirs)));
+                failures.push(format!("game {i}, ply {ply}: {fen}{}", differences(&mine, &theirs)));
             }
+            let played = moves[..ply].join(" ");
+            let theirs = engine.fen_after(&game.start().fen(), &played);
+            if theirs != fen {
+                failures.push(format!("game {i}, after {played}:\n    our FEN    {fen}\n    engine FEN {theirs}"));
+            }
+            compared += 1;
         }
     }
     assert!(
         failures.is_empty(),
-        "{} of {compared} positions differ from {}:\n{}",
+        "{} differences from {} in {compared} positions:\n{}",
         failures.len(),
         engine.name,
         failures.join("\n")
@@ -235,13 +251,13 @@ fn capablanca_matches_sjaak_ii() {
     let mut compared = 0;
     for i in 0..160 {
         let start = Capablanca::from_fen(CAPABLANCA_FENS[i % CAPABLANCA_FENS.len()]).unwrap();
-        let mut last = start;
-        playout(&start, rng.below(160), &mut Rng::new(rng.next()), |pos| last = *pos);
+        let plies = rng.below(160);
+        let last = *random_game(start, plies, &mut Rng::new(rng.next())).current();
         let fen = last.fen();
         let (ours, theirs) = (capa_rules::perft(&last, 3), engine.sjaak_perft(&fen, 3));
         compared += 1;
         if ours != theirs {
-            failures.push(format!("playout {i}: {fen}: perft 3 ours {ours}, Sjaak II {theirs}"));
+            failures.push(format!("game {i}: {fen}: perft 3 ours {ours}, Sjaak II {theirs}"));
         }
     }
     assert!(failures.is_empty(), "{} of {compared} positions differ:\n{}", failures.len(), failures.join("\n"));

@@ -6,7 +6,7 @@ use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList};
 
-use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, playout};
+use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, random_game};
 
 /// Returns how many positions were checked.
 fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64) -> usize {
@@ -16,7 +16,7 @@ fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64) -> usize
     for i in 0..playouts {
         let start = G::from_fen(fens[i % fens.len()]).unwrap();
         let plies = rng.below(200);
-        playout(&start, plies, &mut Rng::new(rng.next()), |pos| {
+        for pos in random_game(start, plies, &mut Rng::new(rng.next())).positions() {
             pos.legal_moves(&mut moves);
             let mut seen = HashMap::new();
             for &m in moves.iter() {
@@ -27,7 +27,7 @@ fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64) -> usize
                 }
             }
             positions += 1;
-        });
+        }
     }
     positions
 }

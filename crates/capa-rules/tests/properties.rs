@@ -8,7 +8,7 @@ use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList};
 
-use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, playout};
+use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, random_game};
 
 fn move_names<G: Game>(pos: &G, moves: &mut MoveList<G::Move>) -> BTreeSet<String> {
     pos.legal_moves(moves);
@@ -35,7 +35,9 @@ fn run<G: Game>(fens: &[&str], playouts: usize, seed: u64, extra: impl Fn(&G)) {
     for i in 0..playouts {
         let start = G::from_fen(fens[i % fens.len()]).unwrap();
         let plies = rng.below(300);
-        playout(&start, plies, &mut Rng::new(rng.next()), |pos| check_invariants(pos, &extra));
+        for pos in random_game(start, plies, &mut Rng::new(rng.next())).positions() {
+            check_invariants(pos, &extra);
+        }
     }
 }
 
