@@ -35,6 +35,9 @@ enum Command {
         divide: bool,
     },
     /// List the legal moves in UCI notation, sorted, one per line.
+    ///
+    /// When the position ends the game (mate, stalemate, 50 moves, insufficient
+    /// material), stderr says so.
     Legal {
         #[command(flatten)]
         position: PositionArgs,
@@ -122,6 +125,9 @@ fn run_legal<G: Game>(pos: &G) -> Result<()> {
     let mut out = io::stdout().lock();
     for name in names {
         writeln!(out, "{name}")?;
+    }
+    if let Some(outcome) = pos.outcome() {
+        eprintln!("game over: {} ({:?} for the side to move)", outcome.reason, outcome.result);
     }
     Ok(())
 }

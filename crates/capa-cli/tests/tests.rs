@@ -85,3 +85,11 @@ fn bad_arguments_are_rejected_by_clap() {
         assert!(!stderr(&out).is_empty());
     }
 }
+
+#[test]
+fn legal_says_when_the_game_is_over() {
+    let out = capa(&["legal", "--variant", "capablanca", "--fen", "k9/1Q8/2K7/10/10/10/10/10 b - - 0 1"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).is_empty());
+    assert_eq!(stderr(&out), "game over: checkmate (Loss for the side to move)\n");
+}
