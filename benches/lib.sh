@@ -22,6 +22,11 @@ median() {
   sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
 }
 
+# The statistic the figures use over runs: $STAT.
+summary() {
+  if [ "$STAT" = min ]; then sort -g | head -n 1; else median; fi
+}
+
 # uci_perft ENGINE VARIANT FEN DEPTH: one engine run of `go perft`. The engine
 # finishes the perft before it honours `quit`.
 uci_perft() {
@@ -58,7 +63,7 @@ measure() {
   done
   local figures=()
   for tool in "$@"; do
-    figures+=("$(median <"$tmp/$tool.secs" | awk -v n="$expected" -v b="$(cat "$tmp/$tool.base")" \
+    figures+=("$(summary <"$tmp/$tool.secs" | awk -v n="$expected" -v b="$(cat "$tmp/$tool.base")" \
       '{ c = $1 - b; if (c <= 0) c = $1; printf "%.1f", n / c / 1e6 }')")
   done
   rm -rf "$tmp"

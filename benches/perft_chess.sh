@@ -3,7 +3,7 @@
 # against plain shakmaty (the library it wraps, `perft` called directly) and
 # Debian's Stockfish; same positions, one run. All count the last ply in bulk.
 #
-#   benches/perft_chess.sh             # RUNS=5 by default
+#   benches/perft_chess.sh             # RUNS=5 by default; STAT=min for best-of-RUNS
 #
 # Prints leaves per CPU-second (see benches/lib.sh) and capa's ratio to each
 # peer; the last lines are the geometric means of the ratios.
@@ -25,7 +25,7 @@ positions=(
   "cpw 3|7|178633661|8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
 )
 
-echo "leaves per CPU-second, millions; median of $RUNS interleaved runs"
+echo "leaves per CPU-second, millions; $STAT of $RUNS interleaved runs"
 printf '%-10s %5s %11s %8s %9s %10s %10s %11s\n' position depth leaves capa shakmaty stockfish /shakmaty /stockfish
 to_shakmaty=() to_stockfish=()
 for entry in "${positions[@]}"; do

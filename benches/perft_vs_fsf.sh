@@ -3,7 +3,7 @@
 # same machine, one run. Both count the last ply in bulk (the number of legal
 # moves, not playing them), as Fairy-Stockfish's `go perft` does.
 #
-#   benches/perft_vs_fsf.sh            # RUNS=5 by default
+#   benches/perft_vs_fsf.sh            # RUNS=5 by default; STAT=min for best-of-RUNS
 #
 # Prints leaves per CPU-second (see benches/lib.sh) for each side and capa's
 # ratio; the last line is the geometric mean of the ratios.
@@ -23,7 +23,7 @@ positions=(
   "archbishop check|5|16419047|r4k3r/ppppp1pppp/5c4/10/4N5/5Na3/PPPP3PPP/R4K3R w KQkq - 0 1"
 )
 
-echo "leaves per CPU-second, millions; median of $RUNS interleaved runs"
+echo "leaves per CPU-second, millions; $STAT of $RUNS interleaved runs"
 printf '%-18s %5s %11s %8s %8s %7s\n' position depth leaves capa fsf ratio
 ratios=()
 for entry in "${positions[@]}"; do
