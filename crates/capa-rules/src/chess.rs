@@ -12,14 +12,23 @@ use shakmaty::uci::UciMove;
 use shakmaty::zobrist::{Zobrist64, ZobristValue};
 use shakmaty::{CastlingMode, EnPassantMode, FromSetup, Position, PositionErrorKinds, Role};
 
-use crate::notation::{split_fen, split_uci};
-use crate::{Color, FenError, FenErrorKind, Game, GameResult, MoveError, MoveList, Outcome, PolicyMap, Termination};
+use crate::game::{chess_like_outcome, ply_from_fullmove};
+use crate::notation::{check_castling_letters, split_fen, split_uci};
+use crate::{Color, FenError, FenErrorKind, Game, MoveError, MoveList, Outcome, PolicyMap};
 
 static POLICY: LazyLock<PolicyMap> = LazyLock::new(|| PolicyMap::build(8, 8, &['q', 'r', 'b']));
 
-/// A chess move (shakmaty's), written in standard UCI (`e1g1` for castling).
+/// A legal chess move, written in standard UCI (`e1g1` for castling). Made
+/// only by `legal_moves` and `parse_uci`, so it is legal where it came from.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
-pub struct ChessMove(pub shakmaty::Move);
+pub struct ChessMove(shakmaty::Move);
+
+impl ChessMove {
+    /// The shakmaty move, for code that needs its richer API (SAN).
+    pub fn as_shakmaty(self) -> shakmaty::Move {
+        self.0
+    }
+}
 
 impl fmt::Display for ChessMove {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -112,6 +121,7 @@ impl Game for Chess {
         let error = |kind| FenError { fen: fen.to_string(), kind };
         // Our own syntax check first: it names the rank, the width, the piece.
         let fields = split_fen(fen, 8, 8, "pnbrqk").map_err(error)?;
+        check_castling_letters(fields.castling).map_err(error)?;
         let full = format!(
             "{} {} {} {} {} {}",
             fen.split_ascii_whitespace().next().unwrap_or_default(),
@@ -121,18 +131,17 @@ impl Game for Chess {
             fields.halfmove_clock,
             fields.fullmove_number
         );
-        // The board and clocks passed our check, so shakmaty can only object
-        // to the castling or en passant field.
         let setup = Fen::from_ascii(full.as_bytes()).map_err(|e| {
             error(match e {
                 ParseFenError::InvalidCastling => FenErrorKind::Castling {
                     field: fields.castling.to_string(),
                     reason: "expected '-', or letters from KQkq (or rook files A-H, a-h)".to_string(),
                 },
-                _ => FenErrorKind::EnPassant {
+                ParseFenError::InvalidEpSquare => FenErrorKind::EnPassant {
                     square: fields.en_passant.to_string(),
                     reason: "not a square of the 8x8 board".to_string(),
                 },
+                other => FenErrorKind::Invalid(other.to_string()),
             })
         })?;
         let pos = shakmaty::Chess::from_setup(setup.into_setup(), CastlingMode::Standard)
@@ -141,7 +150,9 @@ impl Game for Chess {
     }
 
     fn fen(&self) -> String {
-        Fen::from_position(&self.pos, EnPassantMode::Legal).to_string()
+        // Stockfish writes the en passant square whenever a pawn attacks it,
+        // even if the capture is illegal; the hash counts only legal ones.
+        Fen::from_position(&self.pos, EnPassantMode::PseudoLegal).to_string()
     }
 
     #[inline]
@@ -203,17 +214,12 @@ impl Game for Chess {
     }
 
     fn outcome(&self) -> Option<Outcome> {
-        if self.pos.legal_moves().is_empty() {
-            return Some(if self.pos.is_check() {
-                Outcome { result: GameResult::Loss, reason: Termination::Checkmate }
-            } else {
-                Outcome::draw(Termination::Stalemate)
-            });
-        }
-        if self.pos.is_insufficient_material() {
-            return Some(Outcome::draw(Termination::InsufficientMaterial));
-        }
-        (self.pos.halfmoves() >= 100).then_some(Outcome::draw(Termination::FiftyMoveRule))
+        chess_like_outcome(
+            !self.pos.legal_moves().is_empty(),
+            self.pos.is_check(),
+            self.pos.is_insufficient_material(),
+            self.pos.halfmoves(),
+        )
     }
 
     fn is_check(&self) -> bool {
@@ -231,7 +237,7 @@ impl Game for Chess {
     }
 
     fn ply(&self) -> u32 {
-        (self.pos.fullmoves().get() - 1) * 2 + self.turn().index() as u32
+        ply_from_fullmove(self.pos.fullmoves().get(), self.turn())
     }
 
     fn halfmove_clock(&self) -> u32 {
@@ -242,7 +248,12 @@ impl Game for Chess {
         split_uci(uci, 8, 8, "qrbn")?;
         let illegal = || MoveError::Illegal { uci: uci.to_string(), fen: self.fen() };
         let parsed = UciMove::from_ascii(uci.as_bytes()).map_err(|_| illegal())?;
-        parsed.to_move(&self.pos).map(ChessMove).map_err(|_| illegal())
+        let m = parsed.to_move(&self.pos).map(ChessMove).map_err(|_| illegal())?;
+        // shakmaty also takes king-takes-rook (`e1h1`) for castling; UCI here is `e1g1` only.
+        if m.to_string() != uci {
+            return Err(illegal());
+        }
+        Ok(m)
     }
 
     fn policy_map() -> &'static PolicyMap {

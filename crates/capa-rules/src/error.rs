@@ -47,8 +47,8 @@ pub enum FenErrorKind {
         /// The rank, 1-based.
         rank: usize,
     },
-    /// A run of empty squares written as 0 or with a leading zero.
-    #[error("empty-square count '{count}' on rank {rank} is not a positive number")]
+    /// A run of empty squares written as 0, with a leading zero, or wider than the board.
+    #[error("empty-square count '{count}' on rank {rank} is not a number from 1 to the board's width")]
     BadEmptyCount {
         /// The digits as written.
         count: String,
@@ -98,13 +98,18 @@ pub enum FenErrorKind {
     #[error("too much material for a legal position")]
     TooMuchMaterial,
     /// The halfmove or fullmove field is not a number in range.
-    #[error("{field} '{value}' is not a valid number")]
+    #[error("{field} '{value}' is not a number from 0 to {max}")]
     Clock {
         /// `halfmove clock` or `fullmove number`.
         field: &'static str,
         /// The field as written.
         value: String,
+        /// The largest value accepted.
+        max: u32,
     },
+    /// Rejected by shakmaty for a reason the kinds above do not cover.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// A UCI move that could not be played.

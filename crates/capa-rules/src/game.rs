@@ -113,6 +113,29 @@ impl Outcome {
     }
 }
 
+/// The position-decided outcome of any chess-like game, in order of
+/// precedence: checkmate, stalemate, insufficient material, the 50-move rule
+/// (a mate on the hundredth ply still counts as mate).
+pub(crate) fn chess_like_outcome(
+    has_moves: bool,
+    in_check: bool,
+    insufficient_material: bool,
+    halfmove_clock: u32,
+) -> Option<Outcome> {
+    match (has_moves, in_check) {
+        (false, true) => Some(Outcome { result: GameResult::Loss, reason: Termination::Checkmate }),
+        (false, false) => Some(Outcome::draw(Termination::Stalemate)),
+        _ if insufficient_material => Some(Outcome::draw(Termination::InsufficientMaterial)),
+        _ if halfmove_clock >= 100 => Some(Outcome::draw(Termination::FiftyMoveRule)),
+        _ => None,
+    }
+}
+
+/// Plies since the game's first move, from a FEN's fullmove number.
+pub(crate) fn ply_from_fullmove(fullmove_number: u32, turn: Color) -> u32 {
+    (fullmove_number.max(1) - 1) * 2 + turn.index() as u32
+}
+
 /// A reusable buffer of moves: `Game::legal_moves` clears it and fills it.
 ///
 /// Allocate one per search thread (or per perft depth) and reuse it; the
@@ -246,5 +269,8 @@ pub trait Game: Clone + Send + Sync + 'static {
 
     /// The index of legal move `m` in the policy map, in the side-to-move
     /// frame (ranks mirrored when black is to move).
+    ///
+    /// # Panics
+    /// If `m` is not a legal move of this position (no move of one lacks an index).
     fn policy_index(&self, m: Self::Move) -> usize;
 }

@@ -35,10 +35,12 @@ pub(crate) fn split_fen<'a>(
     let field = |i: usize, default: &'a str| fields.get(i).copied().unwrap_or(default);
     let clock = |name: &'static str, value: &str, max: u32| {
         value
-            .parse::<u32>()
-            .ok()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| value.parse::<u32>().ok())
+            .flatten()
             .filter(|&n| n <= max)
-            .ok_or_else(|| FenErrorKind::Clock { field: name, value: value.to_string() })
+            .ok_or_else(|| FenErrorKind::Clock { field: name, value: value.to_string(), max })
     };
     // Bounds keep ply arithmetic far from overflow; no real game comes near them.
     let halfmove_clock = clock("halfmove clock", field(4, "0"), 100_000)?;
@@ -72,12 +74,13 @@ fn parse_placement(
                     chars.next();
                 }
                 let digits = &row[start..end];
+                // At most the board's width, so `file` stays small.
                 let count = digits
                     .parse::<usize>()
                     .ok()
-                    .filter(|&n| n > 0 && !digits.starts_with('0'))
+                    .filter(|&n| n > 0 && n <= files && !digits.starts_with('0'))
                     .ok_or_else(|| FenErrorKind::BadEmptyCount { count: digits.to_string(), rank: rank + 1 })?;
-                file = file.saturating_add(count);
+                file += count;
             } else if roles.contains(c.to_ascii_lowercase()) && c.is_ascii_alphabetic() {
                 if file < files {
                     pieces.push((file, rank, c));
@@ -92,6 +95,24 @@ fn parse_placement(
         }
     }
     Ok(pieces)
+}
+
+/// Checks that a castling field is `-` or letters each given once; which
+/// letters mean what is the game's business.
+pub(crate) fn check_castling_letters(field: &str) -> Result<(), FenErrorKind> {
+    let bad = |reason: String| FenErrorKind::Castling { field: field.to_string(), reason };
+    if field == "-" {
+        return Ok(());
+    }
+    for (i, c) in field.char_indices() {
+        if !c.is_ascii_alphabetic() {
+            return Err(bad(format!("'{c}' is not a castling letter")));
+        }
+        if field[..i].contains(c) {
+            return Err(bad(format!("the right '{c}' is given twice")));
+        }
+    }
+    Ok(())
 }
 
 /// The name of a square, `a1` style; files run from `a`.
@@ -163,6 +184,31 @@ mod tests {
         assert_eq!(narrow, FenErrorKind::RankWidth { rank: 8, found: 9, expected: 10 });
         let zero = split_fen("k09/10/10/10/10/10/10/9K w", 10, 8, "k").unwrap_err();
         assert!(matches!(zero, FenErrorKind::BadEmptyCount { .. }));
+        // A count that would overflow `usize` once a piece is added (found by review).
+        let huge = split_fen("18446744073709551615Rk9/10/10/10/10/10/10/9K w", 10, 8, "kr").unwrap_err();
+        assert!(matches!(huge, FenErrorKind::BadEmptyCount { rank: 8, .. }), "{huge:?}");
+        let wide = split_fen("11/10/10/10/10/10/10/9K w", 10, 8, "k").unwrap_err();
+        assert!(matches!(wide, FenErrorKind::BadEmptyCount { rank: 8, .. }), "{wide:?}");
+    }
+
+    #[test]
+    fn clocks_are_plain_numbers_in_range() {
+        let clock = |h: &str, f: &str| {
+            split_fen(&format!("k9/10/10/10/10/10/10/9K w - - {h} {f}"), 10, 8, "k").map(|fields| fields.halfmove_clock)
+        };
+        assert!(clock("0", "1").is_ok());
+        assert!(matches!(clock("+5", "1").unwrap_err(), FenErrorKind::Clock { .. }));
+        assert!(matches!(clock("5", "-1").unwrap_err(), FenErrorKind::Clock { .. }));
+        let too_big = clock("100001", "1").unwrap_err();
+        assert_eq!(too_big.to_string(), "halfmove clock '100001' is not a number from 0 to 100000");
+    }
+
+    #[test]
+    fn castling_letters_once_each() {
+        assert!(check_castling_letters("-").is_ok());
+        assert!(check_castling_letters("KQkq").is_ok());
+        assert!(check_castling_letters("KKq").is_err());
+        assert!(check_castling_letters("K-").is_err());
     }
 
     #[test]

@@ -45,6 +45,25 @@ fn capablanca_fen_errors_name_the_problem() {
     assert!(matches!(capa_error("k9/10/10/10/10/10/10/9K w - - x 1"), FenErrorKind::Clock { .. }));
     assert!(matches!(capa_error("k9/10/10/10/10/10/10/9K w - - 0 1 extra"), FenErrorKind::FieldCount(7)));
     assert!(matches!(capa_error(""), FenErrorKind::FieldCount(0)));
+    assert!(matches!(capa_error("k9/10/10/10/10/10/10/9K w - - +5 1"), FenErrorKind::Clock { .. }));
+}
+
+/// Found in review: a huge empty-square count overflowed the file counter
+/// (a panic in debug builds, a silently dropped rook in release builds).
+#[test]
+fn huge_empty_counts_are_rejected() {
+    assert!(matches!(
+        capa_error("18446744073709551615Rk9/10/10/10/10/10/10/9K w - - 0 1"),
+        FenErrorKind::BadEmptyCount { .. }
+    ));
+    assert!(matches!(
+        chess_error("18446744073709551615Rk7/8/8/8/8/8/8/7K w - - 0 1"),
+        FenErrorKind::BadEmptyCount { .. }
+    ));
+    assert!(matches!(
+        capa_error("99999999999999999999999/10/10/10/10/10/10/9K w - - 0 1"),
+        FenErrorKind::BadEmptyCount { .. }
+    ));
 }
 
 #[test]
@@ -100,6 +119,12 @@ fn chess_fen_errors_name_the_problem() {
     assert!(matches!(chess_error("4k3/8/8/8/8/8/8/R3K3 w KQ - 0 1"), FenErrorKind::Castling { .. }));
     assert!(matches!(chess_error("4k3/8/8/8/8/8/8/4K3 w - e6 0 1"), FenErrorKind::EnPassant { .. }));
     assert!(matches!(chess_error("4k3/8/8/8/8/8/8/P3K3 w - - 0 1"), FenErrorKind::PawnOnBackRank { .. }));
+    assert!(matches!(chess_error("r3k2r/8/8/8/8/8/8/R3K2R w KKQQkq - 0 1"), FenErrorKind::Castling { .. }));
+    assert!(matches!(chess_error("r3k2r/8/8/8/8/8/8/R3K2R w KX - 0 1"), FenErrorKind::Castling { .. }));
+    assert!(matches!(chess_error("4k3/8/8/8/8/8/8/4K3 w - e9 0 1"), FenErrorKind::EnPassant { .. }));
+    assert_eq!(chess_error("k7/8/8/8/8/8/8/R6K w - - 0 1"), FenErrorKind::OpponentInCheck);
+    assert!(matches!(chess_error("4k3/8/8/8/8/8/8/4K3 w - - 0 1 1"), FenErrorKind::FieldCount(7)));
+    assert!(matches!(chess_error("k7/8/8/8/8/8/PPPPPPPP/QQQQQKQQ w - - 0 1"), FenErrorKind::TooMuchMaterial));
 }
 
 #[test]
@@ -125,12 +150,32 @@ fn uci_errors() {
     assert!(matches!(chess.parse_uci("i2i4"), Err(MoveError::Malformed { .. })));
     assert!(matches!(chess.parse_uci("e2e5"), Err(MoveError::Illegal { .. })));
     assert!(matches!(chess.parse_uci("e7e8c"), Err(MoveError::Malformed { .. })));
+    // Castling is the king's two-square move in UCI, not king-takes-rook.
+    let castling = Chess::from_fen("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1").unwrap();
+    assert!(castling.parse_uci("e1g1").is_ok());
+    assert!(matches!(castling.parse_uci("e1h1"), Err(MoveError::Illegal { .. })));
+    let capa = Capablanca::from_fen("r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1").unwrap();
+    assert!(capa.parse_uci("f1i1").is_ok());
+    assert!(matches!(capa.parse_uci("f1j1"), Err(MoveError::Illegal { .. })));
     let err = pos.parse_uci("e2e5").unwrap_err().to_string();
     assert!(err.contains("e2e5") && err.contains("rnabqkbcnr/"), "{err}");
 }
 
 /// A FEN of the given game with one random edit: what a fuzzer would try.
+/// Inserted text includes long digit runs, which once overflowed the parser.
 fn mutated(fens: &'static [&'static str]) -> impl Strategy<Value = String> {
+    let edit = prop_oneof![
+        single_edit(fens),
+        (0..fens.len(), any::<usize>(), "[0-9]{1,25}").prop_map(move |(i, at, digits)| {
+            let fen = fens[i];
+            let at = fen.char_indices().map(|(j, _)| j).nth(at % fen.len()).unwrap_or(0);
+            format!("{}{digits}{}", &fen[..at], &fen[at..])
+        }),
+    ];
+    edit
+}
+
+fn single_edit(fens: &'static [&'static str]) -> impl Strategy<Value = String> {
     (
         0..fens.len(),
         any::<usize>(),

@@ -121,7 +121,8 @@ impl Engine {
         total(lines.last().expect("at least the total")).expect("the total line")
     }
 
-    /// The engine's FEN after playing `moves` from `start` itself (`d` prints it).
+    /// The engine's FEN after playing `moves` (UCI, space-separated, maybe
+    /// none) from `start` itself (`d` prints it).
     fn fen_after(&mut self, start: &str, moves: &str) -> String {
         self.send(&format!("position fen {start} moves {moves}"));
         self.send("d");
@@ -182,9 +183,10 @@ fn differences(ours: &BTreeMap<String, u64>, theirs: &BTreeMap<String, u64>) -> 
     out
 }
 
-/// Compares at every 20th position of each random game and at its last one:
-/// the `go perft 2` splits, and the FEN the engine writes after playing the
-/// game's moves itself with ours. Returns how many positions were compared.
+/// Compares the `go perft 2` splits at every 20th position of each random
+/// game and at its last one, and at every 5th the FEN the engine writes after
+/// playing the game's moves itself with ours. Returns how many positions had
+/// their splits compared.
 fn cross_check<G: Game>(engine: &mut Engine, fens: &[&str], games: usize, seed: u64) -> usize {
     let mut rng = Rng::new(seed);
     let mut compared = 0;
@@ -194,18 +196,22 @@ fn cross_check<G: Game>(engine: &mut Engine, fens: &[&str], games: usize, seed: 
         let game = random_game(G::from_fen(fens[i % fens.len()]).unwrap(), plies, &mut Rng::new(rng.next()));
         let moves: Vec<String> = game.moves().iter().map(ToString::to_string).collect();
         let last = moves.len();
-        for (ply, pos) in game.positions().iter().enumerate().filter(|(ply, _)| ply % 20 == 0 || *ply == last) {
+        for (ply, pos) in game.positions().iter().enumerate() {
             let fen = pos.fen();
-            let (mine, theirs) = (ours(pos, 2), engine.divide(&fen, 2));
-            if mine != theirs {
-                failures.push(format!("game {i}, ply {ply}: {fen}{}", differences(&mine, &theirs)));
+            if ply % 20 == 0 || ply == last {
+                let (mine, theirs) = (ours(pos, 2), engine.divide(&fen, 2));
+                if mine != theirs {
+                    failures.push(format!("game {i}, ply {ply}: {fen}{}", differences(&mine, &theirs)));
+                }
+                compared += 1;
             }
-            let played = moves[..ply].join(" ");
-            let theirs = engine.fen_after(&game.start().fen(), &played);
-            if theirs != fen {
-                failures.push(format!("game {i}, after {played}:\n    our FEN    {fen}\n    engine FEN {theirs}"));
+            if ply % 5 == 0 || ply == last {
+                let played = moves[..ply].join(" ");
+                let theirs = engine.fen_after(&game.start().fen(), &played);
+                if theirs != fen {
+                    failures.push(format!("game {i}, after {played}:\n    our FEN    {fen}\n    engine FEN {theirs}"));
+                }
             }
-            compared += 1;
         }
     }
     assert!(
@@ -216,6 +222,85 @@ fn cross_check<G: Game>(engine: &mut Engine, fens: &[&str], games: usize, seed: 
         failures.join("\n")
     );
     compared
+}
+
+/// A random Capablanca FEN: kings anywhere or at home, corner rooks with
+/// castling rights, a few random pieces, and sometimes an en passant square
+/// with a pawn beside it. Many are rejected by `from_fen` (the side not to
+/// move in check, say); the caller skips those.
+fn random_capablanca_fen(rng: &mut Rng) -> String {
+    let mut board = [[' '; 10]; 8];
+    let place = |board: &mut [[char; 10]; 8], file: usize, rank: usize, piece: char| {
+        let free = board[rank][file] == ' ';
+        if free {
+            board[rank][file] = piece;
+        }
+        free
+    };
+    let home = |rng: &mut Rng, rank| if rng.below(2) == 0 { (5, rank) } else { (rng.below(10), rng.below(8)) };
+    let (wk, bk) = (home(rng, 0), home(rng, 7));
+    place(&mut board, wk.0, wk.1, 'K');
+    if !place(&mut board, bk.0, bk.1, 'k') {
+        return String::new();
+    }
+    for (file, rank, rook) in [(0, 0, 'R'), (9, 0, 'R'), (0, 7, 'r'), (9, 7, 'r')] {
+        if rng.below(3) > 0 {
+            place(&mut board, file, rank, rook);
+        }
+    }
+    for _ in 0..rng.below(12) {
+        let role = b"pppnbrqac"[rng.below(9)] as char;
+        let piece = if rng.below(2) == 0 { role.to_ascii_uppercase() } else { role };
+        let rank = if role == 'p' { 1 + rng.below(6) } else { rng.below(8) };
+        place(&mut board, rng.below(10), rank, piece);
+    }
+    let white = rng.below(2) == 0;
+    let mut castling = String::new();
+    for (rank, king, rook, rights) in [(0, 'K', 'R', ['K', 'Q']), (7, 'k', 'r', ['k', 'q'])] {
+        for (file, right) in [(9, rights[0]), (0, rights[1])] {
+            if board[rank][5] == king && board[rank][file] == rook && rng.below(4) > 0 {
+                castling.push(right);
+            }
+        }
+    }
+    if castling.is_empty() {
+        castling.push('-');
+    }
+    // An en passant square: the pushed pawn in front, the squares it crossed empty.
+    let (pawn_rank, ep_rank, from_rank, pushed, taker) = if white { (4, 5, 6, 'p', 'P') } else { (3, 2, 1, 'P', 'p') };
+    let mut ep = "-".to_string();
+    let files: Vec<usize> = (0..10)
+        .filter(|&f| board[pawn_rank][f] == pushed && board[ep_rank][f] == ' ' && board[from_rank][f] == ' ')
+        .collect();
+    if !files.is_empty() && rng.below(2) == 0 {
+        let file = files[rng.below(files.len())];
+        ep = format!("{}{}", (b'a' + file as u8) as char, ep_rank + 1);
+        let beside = if file > 0 && (file == 9 || rng.below(2) == 0) { file - 1 } else { file + 1 };
+        place(&mut board, beside, pawn_rank, taker);
+    }
+    let rows: Vec<String> = (0..8)
+        .rev()
+        .map(|rank| {
+            let mut row = String::new();
+            let mut empty = 0;
+            for &c in &board[rank] {
+                if c == ' ' {
+                    empty += 1;
+                } else {
+                    if empty > 0 {
+                        row += &empty.to_string();
+                        empty = 0;
+                    }
+                    row.push(c);
+                }
+            }
+            if empty > 0 {
+                row += &empty.to_string();
+            }
+            row
+        })
+        .collect();
+    format!("{} {} {castling} {ep} 0 1", rows.join("/"), if white { 'w' } else { 'b' })
 }
 
 #[test]
@@ -229,6 +314,31 @@ fn capablanca_matches_fairy_stockfish() {
     }
     let compared = cross_check::<Capablanca>(&mut engine, &CAPABLANCA_FENS, 320, 5);
     assert!(compared >= 600, "only {compared} positions compared");
+}
+
+/// Positions no game from the reference positions is likely to reach: kings
+/// in the middle, castling rights beside attackers, en passant under pins.
+#[test]
+fn random_capablanca_positions_match_fairy_stockfish() {
+    let Some(path) = locate("fairy-stockfish", "CAPA_FAIRY_STOCKFISH") else { return };
+    let mut engine = Engine::start_uci(&path, Some("capablanca"));
+    let mut rng = Rng::new(8);
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    while compared < 2000 {
+        let fen = random_capablanca_fen(&mut rng);
+        let Ok(pos) = Capablanca::from_fen(&fen) else { continue };
+        compared += 1;
+        let (mine, theirs) = (ours(&pos, 2), engine.divide(&fen, 2));
+        if mine != theirs {
+            failures.push(format!("{fen}{}", differences(&mine, &theirs)));
+        }
+        let theirs = engine.fen_after(&fen, "");
+        if theirs != pos.fen() {
+            failures.push(format!("{fen}\n    our FEN    {}\n    engine FEN {theirs}", pos.fen()));
+        }
+    }
+    assert!(failures.is_empty(), "{} differences in {compared} positions:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]

@@ -54,17 +54,91 @@ fn chess_invariants() {
 }
 
 #[test]
-fn en_passant_only_when_legal() {
+fn en_passant_square_as_the_engines_write_it() {
     // After d7d5, exd6 would take both pawns off the fifth rank and open the
-    // rook on j5 onto the king on a5: the capture is illegal.
-    let fen = "4k5/3p6/10/K3P4r/10/10/10/10 b - - 0 1";
-    let mut pos = Capablanca::from_fen(fen).unwrap();
+    // rook on j5 onto the king on a5: the capture is illegal. Fairy-Stockfish
+    // still writes d6 (a pawn attacks it), but the hash ignores it.
+    let pinned = "4k5/3p6/10/K3P4r/10/10/10/10 b - - 0 1";
+    let mut pos = Capablanca::from_fen(pinned).unwrap();
     pos.play(pos.parse_uci("d7d5").unwrap());
-    assert_eq!(pos.ep_square(), None, "exd6 would expose the king: no en passant square");
-    assert_eq!(pos.fen(), "4k5/10/10/K2pP4r/10/10/10/10 w - - 0 2");
+    assert_eq!(pos.fen(), "4k5/10/10/K2pP4r/10/10/10/10 w - d6 0 2");
+    assert!(pos.parse_uci("e5d6").is_err());
+    let without = Capablanca::from_fen("4k5/10/10/K2pP4r/10/10/10/10 w - - 0 2").unwrap();
+    assert_eq!(pos.hash(), without.hash(), "an illegal en passant capture does not change the position");
+
     let free = "4k5/3p6/10/4P5/10/10/10/K9 b - - 0 1";
     let mut pos = Capablanca::from_fen(free).unwrap();
     pos.play(pos.parse_uci("d7d5").unwrap());
     assert_eq!(pos.fen(), "4k5/10/10/3pP5/10/10/10/K9 w - d6 0 2");
     assert!(pos.parse_uci("e5d6").is_ok());
+    let without = Capablanca::from_fen("4k5/10/10/3pP5/10/10/10/K9 w - - 0 2").unwrap();
+    assert_ne!(pos.hash(), without.hash(), "a legal en passant capture makes a different position");
+
+    // No pawn attacks the square: not written.
+    let mut pos = Capablanca::from_fen("4k5/3p6/10/10/10/10/10/K9 b - - 0 1").unwrap();
+    pos.play(pos.parse_uci("d7d5").unwrap());
+    assert_eq!(pos.fen(), "4k5/10/10/3p6/10/10/10/K9 w - - 0 2");
+
+    // Chess, the same with Stockfish's rule.
+    let mut pos = Chess::from_fen("4k3/3p4/8/K3P2r/8/8/8/8 b - - 0 1").unwrap();
+    pos.play(pos.parse_uci("d7d5").unwrap());
+    assert_eq!(pos.fen(), "4k3/8/8/K2pP2r/8/8/8/8 w - d6 0 2");
+    assert_eq!(pos.hash(), Chess::from_fen("4k3/8/8/K2pP2r/8/8/8/8 w - - 0 2").unwrap().hash());
+}
+
+/// The legal castling moves of a Capablanca position, as UCI.
+fn castles(fen: &str) -> Vec<String> {
+    let pos = Capablanca::from_fen(fen).unwrap();
+    let mut moves = MoveList::new();
+    pos.legal_moves(&mut moves);
+    let mut castles: Vec<String> = moves
+        .iter()
+        .filter(|m| m.kind() == capa_rules::capablanca::MoveKind::Castle)
+        .map(ToString::to_string)
+        .collect();
+    castles.sort();
+    castles
+}
+
+#[test]
+fn capablanca_castling_rules() {
+    let open = "r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1";
+    assert_eq!(castles(open), ["f1c1", "f1i1"]);
+    assert_eq!(castles("r4k3r/10/10/10/10/10/10/R4K3R b KQkq - 0 1"), ["f8c8", "f8i8"]);
+    // Rights matter.
+    assert_eq!(castles("r4k3r/10/10/10/10/10/10/R4K3R w Kkq - 0 1"), ["f1i1"]);
+    // Every square between king and rook must be empty: b1 too.
+    assert_eq!(castles("r4k3r/10/10/10/10/10/10/RN3K3R w KQkq - 0 1"), ["f1i1"]);
+    assert_eq!(castles("r4k3r/10/10/10/10/10/10/R4KB2R w KQkq - 0 1"), ["f1c1"]);
+    // Not out of check.
+    assert_eq!(castles("r4k3r/10/10/10/10/10/5r4/R4K3R w KQ - 0 1"), Vec::<String>::new());
+    // Not through an attacked square (h1 by a rook on h2; e1 by a rook on e2)...
+    assert_eq!(castles("r4k3r/10/10/10/10/10/7r2/R4K3R w KQ - 0 1"), ["f1c1"]);
+    assert_eq!(castles("r4k3r/10/10/10/10/10/4r5/R4K3R w KQ - 0 1"), ["f1i1"]);
+    // ... nor onto one (i1 by a bishop on j2; c1 by a knight on b3)...
+    assert_eq!(castles("r4k3r/10/10/10/10/10/9b/R4K3R w KQ - 0 1"), ["f1c1"]);
+    assert_eq!(castles("r4k3r/10/10/10/10/1n8/10/R4K3R w KQ - 0 1"), ["f1i1"]);
+    // ... but an attacked b1 (the rook passes it, the king does not) is fine,
+    // and so is an attacked rook.
+    assert_eq!(castles("r4k3r/10/10/10/10/10/1r8/R4K3R w KQ - 0 1"), ["f1c1", "f1i1"]);
+    assert_eq!(castles("r4k3r/10/10/10/10/10/9r/R4K3R w KQ - 0 1"), ["f1c1", "f1i1"]);
+    // The rooks land on h1 and d1.
+    let mut pos = Capablanca::from_fen(open).unwrap();
+    pos.play(pos.parse_uci("f1i1").unwrap());
+    assert_eq!(pos.fen(), "r4k3r/10/10/10/10/10/10/R6RK1 b kq - 1 1");
+    let mut pos = Capablanca::from_fen(open).unwrap();
+    pos.play(pos.parse_uci("f1c1").unwrap());
+    assert_eq!(pos.fen(), "r4k3r/10/10/10/10/10/10/2KR5R b kq - 1 1");
+}
+
+#[test]
+fn castling_rights_follow_king_and_rooks() {
+    let mut pos = Capablanca::from_fen("r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1").unwrap();
+    // A rook captured on its corner takes the right with it.
+    pos.play(pos.parse_uci("a1a8").unwrap());
+    assert_eq!(pos.castling_rights(), "Kk");
+    pos.play(pos.parse_uci("f8f7").unwrap());
+    assert_eq!(pos.castling_rights(), "K");
+    pos.play(pos.parse_uci("j1j2").unwrap());
+    assert_eq!(pos.castling_rights(), "-");
 }

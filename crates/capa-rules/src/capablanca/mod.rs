@@ -15,8 +15,9 @@ use std::sync::LazyLock;
 pub use attacks::{between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks, rook_attacks};
 pub use types::{Bitboard, FILES, Piece, RANKS, Role, SQUARES, Square};
 
+use crate::game::{chess_like_outcome, ply_from_fullmove};
 use crate::notation::{parse_square, split_fen, split_uci};
-use crate::{Color, FenError, FenErrorKind, Game, GameResult, MoveError, MoveList, Outcome, PolicyMap, Termination};
+use crate::{Color, FenError, FenErrorKind, Game, MoveError, MoveList, Outcome, PolicyMap};
 
 /// What a move does besides moving a piece from one square to another.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -195,8 +196,9 @@ pub struct Capablanca {
     turn: Color,
     /// Bits: 1 white O-O, 2 white O-O-O, 4 black O-O, 8 black O-O-O.
     castling: u8,
-    /// Set after a double step only when the capture is legal, so that the
-    /// hash and the FEN (as Fairy-Stockfish writes it) see it only then.
+    /// Set after a double step when an enemy pawn attacks the square passed
+    /// over, legal capture or not: Fairy-Stockfish writes it in the FEN then.
+    /// The hash counts it only when the capture is legal (see `hashed_ep_file`).
     ep_square: Option<Square>,
     halfmove_clock: u32,
     fullmove_number: u32,
@@ -313,7 +315,8 @@ impl Capablanca {
         self.castling & CASTLES[color.index()][usize::from(!kingside)].right != 0
     }
 
-    /// The en passant square, set only when a legal capture there exists.
+    /// The en passant square: the square a pawn just passed over, when an
+    /// enemy pawn attacks it (the capture may still be illegal).
     pub fn ep_square(&self) -> Option<Square> {
         self.ep_square
     }
@@ -546,10 +549,7 @@ impl Capablanca {
 
     /// The hash computed from scratch; `play` keeps [`Game::hash`] equal to it incrementally.
     pub fn hash_from_scratch(&self) -> u64 {
-        let mut hash = zobrist::side(self.turn) ^ zobrist::castling(self.castling);
-        if let Some(ep) = self.ep_square {
-            hash ^= zobrist::en_passant_file(ep.file());
-        }
+        let mut hash = zobrist::side(self.turn) ^ zobrist::castling(self.castling) ^ self.en_passant_key();
         for sq in self.occupied() {
             hash ^= zobrist::piece(self.board[sq.index()].expect("occupied"), sq.index());
         }
@@ -569,11 +569,22 @@ impl Capablanca {
             || (knights.is_empty() && ((bishops & LIGHT_SQUARES).is_empty() || (bishops & !LIGHT_SQUARES).is_empty()))
     }
 
-    /// Records `ep` as the en passant square if the side to move can take there.
+    /// Records `ep` as the en passant square if a pawn of the side to move attacks it.
     fn set_en_passant(&mut self, ep: Square) {
-        if !self.en_passant_captures(ep).is_empty() {
+        if !(pawn_attacks(!self.turn, ep) & self.pieces(self.turn, Role::Pawn)).is_empty() {
             self.ep_square = Some(ep);
-            self.hash ^= zobrist::en_passant_file(ep.file());
+            self.hash ^= self.en_passant_key();
+        }
+    }
+
+    /// The en passant part of the hash: the file's key when a legal capture
+    /// exists. Repetition is about the moves a position allows, so a capture
+    /// that is pinned away must not make two positions differ.
+    #[inline]
+    fn en_passant_key(&self) -> u64 {
+        match self.ep_square {
+            Some(ep) if !self.en_passant_captures(ep).is_empty() => zobrist::en_passant_file(ep.file()),
+            _ => 0,
         }
     }
 
@@ -737,9 +748,8 @@ impl Game for Capablanca {
 
     fn play(&mut self, m: Move) {
         let us = self.turn;
-        if let Some(ep) = self.ep_square.take() {
-            self.hash ^= zobrist::en_passant_file(ep.file());
-        }
+        self.hash ^= self.en_passant_key();
+        self.ep_square = None;
         let moving = self.take(m.from);
         let mut double_step = None;
         self.halfmove_clock += 1;
@@ -786,17 +796,12 @@ impl Game for Capablanca {
     }
 
     fn outcome(&self) -> Option<Outcome> {
-        if self.count_legal_moves() == 0 {
-            return Some(if self.is_check() {
-                Outcome { result: GameResult::Loss, reason: Termination::Checkmate }
-            } else {
-                Outcome::draw(Termination::Stalemate)
-            });
-        }
-        if self.is_insufficient_material() {
-            return Some(Outcome::draw(Termination::InsufficientMaterial));
-        }
-        (self.halfmove_clock >= 100).then_some(Outcome::draw(Termination::FiftyMoveRule))
+        chess_like_outcome(
+            self.count_legal_moves() > 0,
+            self.is_check(),
+            self.is_insufficient_material(),
+            self.halfmove_clock,
+        )
     }
 
     fn is_check(&self) -> bool {
@@ -814,7 +819,7 @@ impl Game for Capablanca {
     }
 
     fn ply(&self) -> u32 {
-        (self.fullmove_number - 1) * 2 + self.turn.index() as u32
+        ply_from_fullmove(self.fullmove_number, self.turn)
     }
 
     fn halfmove_clock(&self) -> u32 {

@@ -71,7 +71,7 @@ impl Square {
 
 impl fmt::Display for Square {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", (b'a' + self.file() as u8) as char, self.rank() + 1)
+        f.write_str(&crate::notation::square_name(self.file(), self.rank()))
     }
 }
 
