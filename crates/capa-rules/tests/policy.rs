@@ -2,14 +2,22 @@
 
 use std::collections::HashMap;
 
-use capa_rules::capablanca::Capablanca;
+use capa_rules::capablanca::{Capablanca, MoveKind};
 use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList};
 
 use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, random_game};
 
+/// `uci` seen from the other side: ranks mirrored (`e7e5` -> `e2e4`).
+fn mirrored(uci: &str, ranks: u8) -> String {
+    uci.chars().map(|c| if c.is_ascii_digit() { (b'0' + ranks + 1 - (c as u8 - b'0')) as char } else { c }).collect()
+}
+
+/// Every legal move gets its own index, and the entry at that index names the
+/// move itself (mirrored for black) unless `renamed` says the map spells it
+/// differently (castling as king-takes-rook, knight promotions unsuffixed).
 /// Returns how many positions were checked.
-fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64) -> usize {
+fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64, renamed: impl Fn(G::Move) -> bool) -> usize {
     let mut rng = Rng::new(seed);
     let mut moves = MoveList::new();
     let mut positions = 0;
@@ -25,6 +33,13 @@ fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64) -> usize
                 if let Some(other) = seen.insert(index, m) {
                     panic!("{m} and {other} share policy index {index} in {}", pos.fen());
                 }
+                if !renamed(m) {
+                    let own = match pos.turn() {
+                        capa_rules::Color::White => m.to_string(),
+                        capa_rules::Color::Black => mirrored(&m.to_string(), G::RANKS as u8),
+                    };
+                    assert_eq!(G::policy_map().uci(index).unwrap(), own, "{m} in {}", pos.fen());
+                }
             }
             positions += 1;
         }
@@ -35,13 +50,20 @@ fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64) -> usize
 #[test]
 fn capablanca_indices_are_distinct() {
     assert_eq!(Capablanca::policy_size(), 2644);
-    assert!(distinct_indices::<Capablanca>(&CAPABLANCA_FENS, 200, 1) > 10_000);
+    let renamed = |m: capa_rules::capablanca::Move| {
+        m.kind() == MoveKind::Castle || m.promotion() == Some(capa_rules::capablanca::Role::Knight)
+    };
+    assert!(distinct_indices::<Capablanca>(&CAPABLANCA_FENS, 200, 1, renamed) > 10_000);
 }
 
 #[test]
 fn chess_indices_are_distinct() {
     assert_eq!(Chess::policy_size(), 1858);
-    assert!(distinct_indices::<Chess>(&CHESS_FENS, 200, 2) > 10_000);
+    let renamed = |m: capa_rules::chess::ChessMove| {
+        let m = m.as_shakmaty();
+        m.is_castle() || m.promotion() == Some(shakmaty::Role::Knight)
+    };
+    assert!(distinct_indices::<Chess>(&CHESS_FENS, 200, 2, renamed) > 10_000);
 }
 
 #[test]
