@@ -6,9 +6,13 @@
 # the other, so that all of them meet the same background load (these
 # machines are shared); the figure per tool is the median over $RUNS runs of
 # leaves per CPU-second (user + sys), after subtracting the tool's start-up
-# (the median CPU time of a depth-1 run).
+# (the median CPU time of a depth-1 run). STAT=min takes each tool's fastest
+# run instead: background load only ever adds time, so on a busy machine the
+# minimum is the steadier estimate of what the code itself costs.
 
 RUNS=${RUNS:-5}
+STAT=${STAT:-median}
+case "$STAT" in median | min) ;; *) echo "STAT must be median or min, not '$STAT'" >&2; exit 2 ;; esac
 
 # cpu_seconds OUT CMD...: runs CMD (stdout to OUT), prints its user+sys seconds.
 cpu_seconds() {
