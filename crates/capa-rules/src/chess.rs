@@ -101,8 +101,10 @@ fn position_error(kinds: PositionErrorKinds, fen: &str, pieces: &[(usize, usize,
         FenErrorKind::OpponentInCheck
     } else if kinds.contains(PositionErrorKinds::IMPOSSIBLE_CHECK) {
         FenErrorKind::ImpossibleCheck
-    } else {
+    } else if kinds.contains(PositionErrorKinds::TOO_MUCH_MATERIAL) {
         FenErrorKind::TooMuchMaterial
+    } else {
+        FenErrorKind::Invalid(format!("shakmaty rejects the position: {kinds:?}"))
     }
 }
 
