@@ -137,6 +137,11 @@ static CASTLES: [[CastleRule; 2]; 2] = [
     [castle_rule(Color::Black, true), castle_rule(Color::Black, false)],
 ];
 
+/// The rule of `color`'s castling move `m` (found by the king's destination).
+fn castle_rule_of(color: Color, m: Move) -> &'static CastleRule {
+    CASTLES[color.index()].iter().find(|r| r.king_to == m.to).expect("a castling move lands on a rule's square")
+}
+
 /// Castling rights kept when a piece leaves or lands on each square.
 static CASTLING_KEPT: [u8; SQUARES] = {
     let mut kept = [15u8; SQUARES];
@@ -774,7 +779,7 @@ impl Game for Capablanca {
                 self.put(m.to, moving);
             }
             MoveKind::Castle => {
-                let rule = CASTLES[us.index()].iter().find(|r| r.king_to == m.to).expect("castling move");
+                let rule = castle_rule_of(us, m);
                 let rook = self.take(rule.rook_from);
                 self.put(rule.king_to, moving);
                 self.put(rule.rook_to, rook);
@@ -847,9 +852,7 @@ impl Game for Capablanca {
     fn policy_index(&self, m: Move) -> usize {
         // Castling is indexed as the king taking its own rook, as Lc0 does.
         let to = match m.kind {
-            MoveKind::Castle => {
-                CASTLES[self.turn.index()].iter().find(|r| r.king_to == m.to).map_or(m.to, |r| r.rook_from)
-            }
+            MoveKind::Castle => castle_rule_of(self.turn, m).rook_from,
             _ => m.to,
         };
         let (from, to) = match self.turn {
