@@ -215,9 +215,9 @@ impl Game for Chess {
         self.hash = hash;
     }
 
-    fn outcome(&self) -> Option<Outcome> {
+    fn outcome_given(&self, has_legal_moves: bool) -> Option<Outcome> {
         chess_like_outcome(
-            !self.pos.legal_moves().is_empty(),
+            has_legal_moves,
             self.pos.is_check(),
             self.pos.is_insufficient_material(),
             self.pos.halfmoves(),
@@ -244,6 +244,42 @@ impl Game for Chess {
 
     fn halfmove_clock(&self) -> u32 {
         self.pos.halfmoves()
+    }
+
+    /// Bits 0-5 the from-square, 6-11 the to-square (the rook's, for
+    /// castling), 12-14 a code: 0 plain, 1-4 promotion to N B R Q, 5
+    /// castling, 6 en passant. Role and capture come back from the board.
+    #[inline]
+    fn pack_move(m: ChessMove) -> u16 {
+        let (from, to, code) = match m.0 {
+            shakmaty::Move::Normal { from, to, promotion, .. } => {
+                (from, to, promotion.map_or(0, |role| role as u16 - 1))
+            }
+            shakmaty::Move::Castle { king, rook } => (king, rook, 5),
+            shakmaty::Move::EnPassant { from, to } => (from, to, 6),
+            shakmaty::Move::Put { .. } => unreachable!("no drops in standard chess"),
+        };
+        u16::from(from) | u16::from(to) << 6 | code << 12
+    }
+
+    #[inline]
+    fn unpack_move(&self, packed: u16) -> ChessMove {
+        let from = shakmaty::Square::new(u32::from(packed & 63));
+        let to = shakmaty::Square::new(u32::from(packed >> 6 & 63));
+        ChessMove(match packed >> 12 {
+            5 => shakmaty::Move::Castle { king: from, rook: to },
+            6 => shakmaty::Move::EnPassant { from, to },
+            code => {
+                let board = self.pos.board();
+                shakmaty::Move::Normal {
+                    role: board.role_at(from).unwrap_or(Role::Pawn),
+                    from,
+                    capture: board.role_at(to),
+                    to,
+                    promotion: Role::ALL.get(usize::from(code)).copied().filter(|_| code != 0),
+                }
+            }
+        })
     }
 
     fn parse_uci(&self, uci: &str) -> Result<ChessMove, MoveError> {

@@ -235,7 +235,13 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// The outcome that this position alone decides: checkmate, stalemate,
     /// the 50-move rule, insufficient material. Repetition and the ply cap
     /// need the game's history: see [`History::outcome`](crate::History::outcome).
-    fn outcome(&self) -> Option<Outcome>;
+    fn outcome(&self) -> Option<Outcome> {
+        self.outcome_given(self.count_legal_moves() > 0)
+    }
+
+    /// [`Game::outcome`] for a caller that already knows whether the side to
+    /// move has a legal move (a search that has just generated them).
+    fn outcome_given(&self, has_legal_moves: bool) -> Option<Outcome>;
 
     /// Whether the side to move is in check.
     fn is_check(&self) -> bool;
@@ -252,6 +258,15 @@ pub trait Game: Clone + Send + Sync + 'static {
 
     /// Plies since the last capture or pawn move (the FEN's halfmove clock).
     fn halfmove_clock(&self) -> u32;
+
+    /// The move in 16 bits, for compact search trees: from-square, to-square
+    /// and whatever else the move needs that the position does not tell.
+    fn pack_move(m: Self::Move) -> u16;
+
+    /// The move that [`Game::pack_move`] packed, given the position it was
+    /// legal in. Anything else gives an unspecified move (never undefined
+    /// behaviour): only unpack what was packed from this position's moves.
+    fn unpack_move(&self, packed: u16) -> Self::Move;
 
     /// Parses a move in UCI notation and checks that it is legal here.
     ///

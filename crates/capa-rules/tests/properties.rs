@@ -1,6 +1,7 @@
 //! Invariants over random playouts: the incremental hash equals the hash
 //! computed from scratch; FEN round-trips; moves regenerate the same from a
-//! played position and from its FEN; every move survives UCI round trip.
+//! played position and from its FEN; every move survives the UCI and the
+//! 16-bit (search tree) round trips.
 
 use std::collections::BTreeSet;
 
@@ -24,8 +25,11 @@ fn check_invariants<G: Game>(pos: &G, extra: impl Fn(&G)) {
     let names = move_names(pos, &mut a);
     assert_eq!(names, move_names(&reparsed, &mut b), "moves of a played position vs its FEN {fen}");
     assert_eq!(pos.count_legal_moves(), a.len(), "bulk count vs list in {fen}");
+    let mut packed = BTreeSet::new();
     for &m in a.iter() {
         assert_eq!(pos.parse_uci(&m.to_string()), Ok(m), "UCI round trip of {m} in {fen}");
+        assert_eq!(pos.unpack_move(G::pack_move(m)), m, "16-bit round trip of {m} in {fen}");
+        assert!(packed.insert(G::pack_move(m)), "two moves pack to the same bits in {fen}");
     }
     extra(pos);
 }

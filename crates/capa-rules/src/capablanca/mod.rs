@@ -800,13 +800,8 @@ impl Game for Capablanca {
         }
     }
 
-    fn outcome(&self) -> Option<Outcome> {
-        chess_like_outcome(
-            self.count_legal_moves() > 0,
-            self.is_check(),
-            self.is_insufficient_material(),
-            self.halfmove_clock,
-        )
+    fn outcome_given(&self, has_legal_moves: bool) -> Option<Outcome> {
+        chess_like_outcome(has_legal_moves, self.is_check(), self.is_insufficient_material(), self.halfmove_clock)
     }
 
     fn is_check(&self) -> bool {
@@ -829,6 +824,38 @@ impl Game for Capablanca {
 
     fn halfmove_clock(&self) -> u32 {
         self.halfmove_clock
+    }
+
+    /// Bits 0-6 the from-square, 7-13 the to-square, 14-15 the kind. A
+    /// promotion's to-square is on the last rank, so its bits hold the file
+    /// (7-10) and the new role (11-13) instead.
+    #[inline]
+    fn pack_move(m: Move) -> u16 {
+        let (kind, to) = match m.kind {
+            MoveKind::Normal => (0, m.to.index()),
+            MoveKind::EnPassant => (1, m.to.index()),
+            MoveKind::Castle => (2, m.to.index()),
+            MoveKind::Promotion(role) => (3, m.to.file() | role.index() << 4),
+        };
+        (m.from.index() | to << 7 | kind << 14) as u16
+    }
+
+    #[inline]
+    fn unpack_move(&self, packed: u16) -> Move {
+        let square = |bits: u16| Square::from_index_unchecked(u32::from(bits & 127).min(SQUARES as u32 - 1));
+        let from = square(packed);
+        let to_bits = packed >> 7 & 127;
+        let (to, kind) = match packed >> 14 {
+            0 => (square(to_bits), MoveKind::Normal),
+            1 => (square(to_bits), MoveKind::EnPassant),
+            2 => (square(to_bits), MoveKind::Castle),
+            _ => {
+                let rank = if from.rank() == RANKS - 2 { RANKS - 1 } else { 0 };
+                let file = usize::from(to_bits & 15).min(FILES - 1);
+                (Square::new(file, rank), MoveKind::Promotion(Role::ALL[usize::from(to_bits >> 4 & 7)]))
+            }
+        };
+        Move { from, to, kind }
     }
 
     fn parse_uci(&self, uci: &str) -> Result<Move, MoveError> {
