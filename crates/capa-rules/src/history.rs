@@ -26,6 +26,11 @@ impl<G: Game> History<G> {
         self
     }
 
+    /// The move count at which the game is adjudicated a draw, if any.
+    pub fn ply_cap(&self) -> Option<u32> {
+        self.ply_cap
+    }
+
     /// The position now.
     #[inline]
     pub fn current(&self) -> &G {

@@ -1,0 +1,57 @@
+//! Batched, tree-parallel PUCT search for capa.
+//!
+//! The search is generic over [`capa_rules::Game`] and knows nothing about
+//! tensors: it hands batches of [`LeafRequest`]s to an [`Evaluator`] (the
+//! network, on its own thread) and gets priors, WDL and moves-left back.
+//!
+//! - [`Tree`]: one game's search, in an arena of 32-byte nodes and 4-byte
+//!   edges; PUCT with Lc0's defaults ([`SearchParams`]), virtual loss,
+//!   root noise, proofs, KLD-gain stop, tree reuse ([`Tree::advance`]), and
+//!   an analysis mode that merges transpositions ([`Tree::analysis`]).
+//! - [`search_many`]: hundreds of trees in groups, selection and backup on
+//!   the rayon pool, the evaluator pipelined against the CPU work.
+//! - [`SearchResult`]: visit distribution, Q/D/M, proofs and a principal
+//!   variation per root move; [`Temperature`] and [`PlayoutCap`] for self-play.
+
+#![deny(missing_docs)]
+
+mod driver;
+mod evaluator;
+mod node;
+mod params;
+mod result;
+mod rng;
+mod selfplay;
+mod tree;
+
+use capa_rules::Outcome;
+
+pub use driver::search_many;
+pub use evaluator::{
+    EvalError, Evaluations, Evaluator, HISTORY_LEN, LeafRequest, RandomEvaluator, UniformEvaluator, Value,
+};
+pub use params::{DirichletNoise, KldStop, MovesLeftUtility, SearchParams};
+pub use result::{MoveInfo, Proof, SearchResult, StopReason};
+pub use rng::Rng;
+pub use selfplay::{PlayoutCap, Temperature};
+pub use tree::{Limits, Tree};
+
+/// Why a search could not run or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// A parameter is out of range.
+    #[error("invalid search parameter {0}")]
+    Params(String),
+    /// The game at the root is already over.
+    #[error("the game is over ({}): there is nothing to search", .0.reason)]
+    GameOver(Outcome),
+    /// A move that is not legal where it was given.
+    #[error("illegal move {0}")]
+    IllegalMove(String),
+    /// The evaluator failed.
+    #[error("the evaluator failed: {0}")]
+    Evaluator(crate::evaluator::EvalError),
+    /// The evaluator answered something the search cannot use.
+    #[error("the evaluator returned a bad evaluation: {0}")]
+    BadEvaluation(String),
+}

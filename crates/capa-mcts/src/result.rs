@@ -1,0 +1,228 @@
+//! What a search returns, and how a move is chosen from it.
+
+use std::cmp::Ordering;
+
+use capa_rules::Game;
+
+use crate::node::{Arena, NONE, Node};
+use crate::rng::Rng;
+use crate::tree::Tree;
+
+/// Why a search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The playout or visit limit.
+    Limit,
+    /// The root's visit distribution settled (KLD gain below the threshold).
+    KldGain,
+    /// The root's value is proven: more search cannot change it.
+    Proven,
+    /// Stopped from outside ([`Tree::stop`]).
+    Stopped,
+}
+
+/// What is proven about a move, for the side to move at the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proof {
+    /// Wins with best play; the game ends `plies` plies after the move.
+    Win {
+        /// Plies from the position after the move to the end.
+        plies: u16,
+    },
+    /// Draws with best play.
+    Draw,
+    /// Loses with best play, `plies` plies after the move.
+    Loss {
+        /// Plies from the position after the move to the end.
+        plies: u16,
+    },
+    /// Not proven.
+    Unknown,
+}
+
+impl Proof {
+    fn of(node: &Node) -> Proof {
+        if !node.is_proven() {
+            return Proof::Unknown;
+        }
+        match node.lower {
+            1 => Proof::Win { plies: node.plies },
+            0 => Proof::Draw,
+            _ => Proof::Loss { plies: node.plies },
+        }
+    }
+}
+
+/// One root move's statistics, for the side to move at the root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MoveInfo<G: Game> {
+    /// The move.
+    pub mv: G::Move,
+    /// Completed visits through it.
+    pub visits: u32,
+    /// Its prior as searched (after root noise).
+    pub prior: f32,
+    /// Mean win minus loss after it (0 when unvisited).
+    pub q: f32,
+    /// Mean draw probability after it.
+    pub d: f32,
+    /// Mean plies left after it.
+    pub m: f32,
+    /// What is proven about it.
+    pub proof: Proof,
+    /// The principal variation starting with this move.
+    pub pv: Vec<G::Move>,
+}
+
+/// A search's findings: what self-play records and analysis prints.
+#[derive(Clone, Debug)]
+pub struct SearchResult<G: Game> {
+    /// Every legal root move, best first: proven wins (shortest first),
+    /// then unproven and drawn moves by visits, then proven losses (longest first).
+    pub moves: Vec<MoveInfo<G>>,
+    /// Root visits, reused ones included.
+    pub visits: u32,
+    /// Visits this search added.
+    pub playouts: u32,
+    /// Root mean win minus loss, for the side to move.
+    pub q: f32,
+    /// Root mean draw probability.
+    pub d: f32,
+    /// Root mean plies left.
+    pub m: f32,
+    /// Whether this was a full search (worth recording for training).
+    pub full_search: bool,
+    /// The last KLD gain per visit measured, when the KLD stop is on.
+    pub kld_gain: Option<f64>,
+    /// Why the search ended.
+    pub stop: StopReason,
+    /// Nodes in the tree and bytes they occupy, edges included.
+    pub nodes: usize,
+    /// Arena bytes (nodes, edges, child slots).
+    pub bytes: usize,
+}
+
+/// Best-first order of moves: proof class, then visits, Q and prior.
+fn rank(a: (&Node, f32), b: (&Node, f32)) -> Ordering {
+    let class = |n: &Node| match Proof::of(n) {
+        Proof::Win { plies } => (2, -i32::from(plies)),
+        Proof::Loss { plies } => (0, i32::from(plies)),
+        _ => (1, 0),
+    };
+    class(b.0).cmp(&class(a.0)).then(b.0.n.cmp(&a.0.n)).then(b.0.wl.total_cmp(&a.0.wl)).then(b.1.total_cmp(&a.1))
+}
+
+/// The best child of `id` by [`rank`]: (edge index, child), if any child has visits.
+fn best_child(arena: &Arena, id: u32) -> Option<(usize, u32)> {
+    let edges = arena.edges(id);
+    (0..edges.len())
+        .filter_map(|i| {
+            let child = arena.child(id, i);
+            (child != NONE && (arena.nodes[child as usize].n > 0 || arena.nodes[child as usize].is_proven()))
+                .then_some((i, child))
+        })
+        .min_by(|&(i, a), &(j, b)| {
+            rank((&arena.nodes[a as usize], edges[i].prior()), (&arena.nodes[b as usize], edges[j].prior()))
+        })
+}
+
+impl<G: Game> SearchResult<G> {
+    pub(crate) fn build(tree: &Tree<G>) -> SearchResult<G> {
+        let arena = tree.arena();
+        let root_id = tree.root();
+        let root = &arena.nodes[root_id as usize];
+        let position = tree.history().current();
+        let unvisited = Node::NEW;
+        let mut ranked: Vec<(usize, &Node)> = (0..arena.edges(root_id).len())
+            .map(|i| match arena.child(root_id, i) {
+                NONE => (i, &unvisited),
+                c => (i, &arena.nodes[c as usize]),
+            })
+            .collect();
+        let edges = arena.edges(root_id);
+        ranked.sort_by(|&(i, a), &(j, b)| rank((a, edges[i].prior()), (b, edges[j].prior())));
+        let moves = ranked
+            .into_iter()
+            .map(|(i, node)| {
+                let mv = position.unpack_move(edges[i].mv);
+                let mut pv = vec![mv];
+                let mut at = position.clone();
+                at.play(mv);
+                // Analysis graphs have cycles (a position reached again by
+                // another path): the line ends at the first repetition.
+                let mut seen = vec![position.hash(), at.hash()];
+                let mut id = arena.child(root_id, i);
+                while id != NONE
+                    && let Some((edge, child)) = best_child(arena, id)
+                {
+                    let next = at.unpack_move(arena.edges(id)[edge].mv);
+                    at.play(next);
+                    pv.push(next);
+                    if seen.contains(&at.hash()) {
+                        break;
+                    }
+                    seen.push(at.hash());
+                    id = child;
+                }
+                let visited = node.n > 0;
+                MoveInfo {
+                    mv,
+                    visits: node.n,
+                    prior: edges[i].prior(),
+                    q: if visited { node.wl } else { 0.0 },
+                    d: if visited { node.d } else { 0.0 },
+                    m: if visited { node.m } else { 0.0 },
+                    proof: Proof::of(node),
+                    pv,
+                }
+            })
+            .collect();
+        let (playouts, full_search, stop, kld_gain) = tree.progress_summary();
+        SearchResult {
+            moves,
+            visits: root.n,
+            playouts,
+            q: -root.wl,
+            d: root.d,
+            m: root.m,
+            full_search,
+            kld_gain,
+            stop,
+            nodes: tree.node_count(),
+            bytes: tree.arena_bytes(),
+        }
+    }
+
+    /// The move to play without randomness: first by proof class, then visits.
+    pub fn best(&self) -> Option<&MoveInfo<G>> {
+        self.moves.first()
+    }
+
+    /// Each move's share of the root visits (the policy training target).
+    pub fn visit_distribution(&self) -> impl Iterator<Item = (G::Move, f32)> + '_ {
+        let total: u32 = self.moves.iter().map(|m| m.visits).sum();
+        self.moves.iter().map(move |m| (m.mv, if total == 0 { 0.0 } else { m.visits as f32 / total as f32 }))
+    }
+
+    /// A move drawn with probability proportional to visits^(1/temperature);
+    /// the best move at temperature 0, when a win is proven, or when only
+    /// losing moves would be drawn otherwise.
+    pub fn choose(&self, temperature: f32, rng: &mut Rng) -> Option<G::Move> {
+        let best = self.best()?;
+        if temperature <= 0.0 || matches!(best.proof, Proof::Win { .. }) {
+            return Some(best.mv);
+        }
+        let candidates = || self.moves.iter().filter(|m| m.visits > 0 && !matches!(m.proof, Proof::Loss { .. }));
+        let max = candidates().map(|m| m.visits).max()?;
+        let weight = |m: &MoveInfo<G>| (m.visits as f64 / f64::from(max)).powf(1.0 / f64::from(temperature));
+        let total: f64 = candidates().map(weight).sum();
+        let mut pick = rng.uniform() * total;
+        for m in candidates() {
+            pick -= weight(m);
+            if pick < 0.0 {
+                return Some(m.mv);
+            }
+        }
+        candidates().last().map(|m| m.mv)
+    }
+}

@@ -1,0 +1,918 @@
+//! One game's search: selection with virtual loss, leaf preparation,
+//! expansion, backup and proof propagation over an [`Arena`].
+//!
+//! A search proceeds in rounds. [`Tree::gather`] selects up to
+//! `parallel_sims` leaves, adding one in-flight visit to every node on each
+//! path; [`Tree::apply`] takes the evaluations, removes those in-flight
+//! visits (once, for every leaf gathered) and backs the values up. The
+//! driver in [`crate::driver`] runs rounds for many trees at once.
+
+use std::collections::HashMap;
+
+use capa_rules::{Color, Game, GameResult, History, MoveList, Outcome, Termination};
+
+use crate::SearchError;
+use crate::evaluator::{Evaluations, HISTORY_LEN, LeafRequest};
+use crate::node::{Arena, Edge, NONE, Node};
+use crate::params::SearchParams;
+use crate::result::{SearchResult, StopReason};
+use crate::rng::Rng;
+
+/// When a search stops: at whichever limit comes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// New visits this search adds (Lc0's `go nodes`).
+    pub playouts: u32,
+    /// Visits at the root, counting those kept from earlier moves (Lc0's `--visits`).
+    pub visits: u32,
+}
+
+impl Limits {
+    /// Stop after `n` new visits.
+    pub const fn playouts(n: u32) -> Limits {
+        Limits { playouts: n, visits: u32::MAX }
+    }
+
+    /// Stop when the root has `n` visits, reused ones included.
+    pub const fn visits(n: u32) -> Limits {
+        Limits { playouts: u32::MAX, visits: n }
+    }
+}
+
+/// How a gathered leaf gets its value.
+#[derive(Clone, Copy, Debug)]
+enum LeafKind {
+    /// Expand the path's last node with request `i`'s evaluation.
+    Evaluate(u32),
+    /// A known value (game over, proven, repetition) for the mover of the
+    /// path's last node; `proven` when it may change bounds above.
+    Known { wl: f32, d: f32, m: f32, proven: bool },
+    /// The selection ended on a leaf already being evaluated: only its
+    /// in-flight visits are counted, to push later selections elsewhere.
+    Collision,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Leaf {
+    path: (u32, u32),
+    kind: LeafKind,
+}
+
+/// Reused buffers of the selection walk.
+#[derive(Clone, Debug)]
+struct Scratch<G: Game> {
+    /// Positions along the current path; `[0]` is the root.
+    positions: Vec<G>,
+    /// Hashes of the game's positions, then of the path's.
+    hashes: Vec<u64>,
+}
+
+/// Analysis mode's table: one node per position, so that move orders
+/// reaching it pool their visits.
+#[derive(Clone, Debug)]
+struct Transpositions {
+    nodes: HashMap<u64, u32>,
+    node_limit: usize,
+}
+
+/// Per-search progress.
+#[derive(Clone, Debug)]
+struct Progress {
+    limits: Limits,
+    playouts: u32,
+    searching: bool,
+    /// Ended, and the driver has not reported it yet.
+    unreported: bool,
+    full: bool,
+    stop: StopReason,
+    kld_visits: Vec<u32>,
+    kld_next: u32,
+    kld_gain: Option<f64>,
+}
+
+/// A search tree for one game, and the game up to its root.
+#[derive(Clone, Debug)]
+pub struct Tree<G: Game> {
+    params: SearchParams,
+    arena: Arena,
+    root: u32,
+    history: History<G>,
+    history_hashes: Vec<u64>,
+    table: Option<Transpositions>,
+    rng: Rng,
+    root_noised: bool,
+    scratch: Scratch<G>,
+    leaves: Vec<Leaf>,
+    paths: Vec<u32>,
+    pub(crate) requests: Vec<LeafRequest<G>>,
+    pub(crate) num_requests: usize,
+    progress: Progress,
+}
+
+impl<G: Game> Tree<G> {
+    /// A tree for the game `history`, searched with `params`; `seed` drives
+    /// the root noise.
+    ///
+    /// # Errors
+    /// [`SearchError::Params`] if the parameters are out of range.
+    pub fn new(history: History<G>, params: SearchParams, seed: u64) -> Result<Tree<G>, SearchError> {
+        params.validate()?;
+        let history_hashes = history.positions().iter().map(Game::hash).collect();
+        let root_position = history.current().clone();
+        let mut arena = Arena::default();
+        let root = arena.push(Node::NEW);
+        Ok(Tree {
+            params,
+            arena,
+            root,
+            history,
+            history_hashes,
+            table: None,
+            rng: Rng::new(seed),
+            root_noised: false,
+            scratch: Scratch { positions: vec![root_position], hashes: Vec::new() },
+            leaves: Vec::new(),
+            paths: Vec::new(),
+            requests: Vec::new(),
+            num_requests: 0,
+            progress: Progress {
+                limits: Limits::playouts(0),
+                playouts: 0,
+                searching: false,
+                unreported: false,
+                full: true,
+                stop: StopReason::Limit,
+                kld_visits: Vec::new(),
+                kld_next: 0,
+                kld_gain: None,
+            },
+        })
+    }
+
+    /// Analysis mode: statistics live on positions, so transpositions pool
+    /// their visits, and the table persists across searches and root
+    /// changes until it holds more than `node_limit` nodes; then only what
+    /// the current root reaches is kept.
+    ///
+    /// # Errors
+    /// As [`Tree::new`].
+    pub fn analysis(
+        history: History<G>,
+        params: SearchParams,
+        seed: u64,
+        node_limit: usize,
+    ) -> Result<Tree<G>, SearchError> {
+        let mut tree = Tree::new(history, params, seed)?;
+        let mut nodes = HashMap::new();
+        nodes.insert(tree.history.current().hash(), tree.root);
+        tree.table = Some(Transpositions { nodes, node_limit });
+        Ok(tree)
+    }
+
+    /// The game up to the root.
+    pub fn history(&self) -> &History<G> {
+        &self.history
+    }
+
+    /// The parameters the tree searches with.
+    pub fn params(&self) -> &SearchParams {
+        &self.params
+    }
+
+    /// Visits of the root.
+    pub fn root_visits(&self) -> u32 {
+        self.arena.nodes[self.root as usize].n
+    }
+
+    /// Nodes in the arena (in analysis mode, also those off the current root).
+    pub fn node_count(&self) -> usize {
+        self.arena.nodes.len()
+    }
+
+    /// Bytes the arena's nodes, edges and child slots occupy.
+    pub fn arena_bytes(&self) -> usize {
+        self.arena.bytes()
+    }
+
+    /// Sum of in-flight visits over all nodes: zero whenever no round is pending.
+    pub fn in_flight_total(&self) -> u64 {
+        self.arena.nodes.iter().map(|n| u64::from(n.in_flight)).sum()
+    }
+
+    /// Whether a search is under way (between [`Tree::start`] and its end).
+    pub fn is_searching(&self) -> bool {
+        self.progress.searching
+    }
+
+    /// Begins a search. `full` is recorded in the result: whether this
+    /// position's search is a full one, worth a training sample (playout cap
+    /// randomization searches most moves quickly and records only full ones).
+    ///
+    /// # Errors
+    /// [`SearchError::GameOver`] if the game at the root has ended.
+    pub fn start(&mut self, limits: Limits, full: bool) -> Result<(), SearchError> {
+        if let Some(outcome) = self.history.outcome() {
+            return Err(SearchError::GameOver(outcome));
+        }
+        if let Some(table) = &self.table
+            && self.arena.nodes.len() > table.node_limit
+        {
+            self.compact(self.root);
+        }
+        self.reset_terminal_root();
+        self.scratch.positions.truncate(0);
+        self.scratch.positions.push(self.history.current().clone());
+        let root_children = self.arena.nodes[self.root as usize].num_edges;
+        let mut progress = Progress {
+            limits,
+            playouts: 0,
+            searching: true,
+            unreported: true,
+            full,
+            stop: StopReason::Limit,
+            kld_visits: std::mem::take(&mut self.progress.kld_visits),
+            kld_next: 0,
+            kld_gain: None,
+        };
+        progress.kld_visits.clear();
+        progress.kld_visits.resize(usize::from(root_children), 0);
+        self.progress = progress;
+        self.snapshot_kld();
+        self.check_stop();
+        Ok(())
+    }
+
+    /// Whether a search has ended that the driver has not reported yet.
+    pub(crate) fn has_finished_search(&self) -> bool {
+        !self.progress.searching && self.progress.unreported
+    }
+
+    pub(crate) fn mark_reported(&mut self) {
+        self.progress.unreported = false;
+    }
+
+    /// Ends the search now; [`Tree::result`] reports what it found.
+    pub fn stop(&mut self) {
+        self.progress.searching = false;
+        self.progress.stop = StopReason::Stopped;
+    }
+
+    /// Selects this round's leaves. Leaves needing the network are left in
+    /// `requests[..num_requests]`.
+    pub(crate) fn gather(&mut self) {
+        self.leaves.clear();
+        self.paths.clear();
+        self.num_requests = 0;
+        if !self.progress.searching {
+            return;
+        }
+        self.maybe_add_noise();
+        let budget = self.round_budget();
+        let (mut gathered, mut collisions) = (0, 0);
+        while gathered < budget && collisions < self.params.max_collisions {
+            match self.select_leaf() {
+                LeafKind::Collision => collisions += 1,
+                _ => gathered += 1,
+            }
+            if !self.arena.nodes[self.root as usize].is_expanded() {
+                break; // The root's own evaluation comes first.
+            }
+        }
+    }
+
+    /// Whether this round gathered anything (the tree needs an `apply`).
+    pub(crate) fn has_leaves(&self) -> bool {
+        !self.leaves.is_empty()
+    }
+
+    fn round_budget(&self) -> u32 {
+        let p = &self.progress;
+        let root_n = self.arena.nodes[self.root as usize].n;
+        let left = (p.limits.playouts.saturating_sub(p.playouts)).min(p.limits.visits.saturating_sub(root_n));
+        left.min(u32::from(self.params.parallel_sims))
+    }
+
+    /// One selection from the root, with virtual loss added along the path.
+    fn select_leaf(&mut self) -> LeafKind {
+        let path_start = self.paths.len() as u32;
+        self.scratch.positions.truncate(1);
+        self.scratch.hashes.clear();
+        self.scratch.hashes.extend_from_slice(&self.history_hashes);
+        let mut node = self.root;
+        self.paths.push(node);
+        let mut depth = 0;
+        let kind = loop {
+            let current = self.arena.nodes[node as usize];
+            if depth > 0 && current.is_proven() {
+                let (wl, d, m) = current.proven_value();
+                break LeafKind::Known { wl, d, m, proven: true };
+            }
+            if !current.is_expanded() {
+                if current.in_flight > 0 {
+                    break LeafKind::Collision;
+                }
+                break self.prepare_leaf(node, depth);
+            }
+            let edge = self.select_edge(node, depth);
+            let position = self.scratch.positions.last().expect("the root is always there");
+            let mut next = position.clone();
+            next.play(position.unpack_move(self.arena.edges(node)[edge].mv));
+            self.scratch.hashes.push(next.hash());
+            self.scratch.positions.push(next);
+            depth += 1;
+            let mut child = self.arena.child(node, edge);
+            if child == NONE {
+                child = self.new_child(depth);
+                self.arena.set_child(node, edge, child);
+            } else if self.table.is_some() && self.repetition_draw(depth) {
+                // A shared node that this path reaches a second time: a draw
+                // here, whatever it is worth on other paths.
+                break LeafKind::Known { wl: 0.0, d: 1.0, m: 1.0, proven: false };
+            }
+            node = child;
+            self.paths.push(node);
+        };
+        let path_end = self.paths.len() as u32;
+        for &id in &self.paths[path_start as usize..] {
+            self.arena.nodes[id as usize].in_flight += 1;
+        }
+        self.leaves.push(Leaf { path: (path_start, path_end), kind });
+        kind
+    }
+
+    /// The child node for the position just reached: shared through the
+    /// table in analysis mode, unless this path repeats it.
+    fn new_child(&mut self, depth: usize) -> u32 {
+        let hash = *self.scratch.hashes.last().expect("just pushed");
+        let shareable = self.table.is_some() && !self.repetition_draw(depth);
+        if shareable && let Some(&id) = self.table.as_ref().and_then(|t| t.nodes.get(&hash)) {
+            return id;
+        }
+        let id = self.arena.push(Node::NEW);
+        if shareable && let Some(table) = &mut self.table {
+            table.nodes.insert(hash, id);
+        }
+        id
+    }
+
+    /// PUCT over the node's edges. Edges that have a child come first and
+    /// the rest are sorted by prior, so only the first childless edge can
+    /// beat the children: the scan stops there.
+    #[inline]
+    fn select_edge(&self, id: u32, depth: usize) -> usize {
+        let p = &self.params;
+        let node = &self.arena.nodes[id as usize];
+        let edges = self.arena.edges(id);
+        let draw_score = self.draw_score(depth);
+        let mut visited_policy = 0.0;
+        let mut first_childless = edges.len();
+        for (i, edge) in edges.iter().enumerate() {
+            let child = self.arena.child(id, i);
+            if child == NONE {
+                first_childless = i;
+                break;
+            }
+            if self.arena.nodes[child as usize].n > 0 {
+                visited_policy += edge.prior();
+            }
+        }
+        let parent_q = -node.wl + draw_score * node.d;
+        let reduction = if depth == 0 { p.fpu_reduction_root } else { p.fpu_reduction };
+        let fpu = parent_q - reduction * visited_policy.sqrt();
+        let puct = p.cpuct_at(node.n) * (node.n.saturating_sub(1).max(1) as f32).sqrt();
+        let parent_m = node.m - 1.0;
+        let mut best = (f32::NEG_INFINITY, 0);
+        for (i, edge) in edges[..first_childless].iter().enumerate() {
+            let child = &self.arena.nodes[self.arena.child(id, i) as usize];
+            let in_flight = f32::from(child.in_flight) * p.virtual_loss;
+            let visits = child.n as f32;
+            let q = if child.is_proven() {
+                f32::from(child.lower)
+            } else if child.n == 0 {
+                fpu
+            } else {
+                child.wl + draw_score * child.d + self.moves_left_utility(parent_q, parent_m, child.m)
+            };
+            // Each pending visit counts as a loss until its value comes back.
+            let q = if in_flight > 0.0 { (q * visits - in_flight) / (visits + in_flight) } else { q };
+            let u = puct * edge.prior() / (1.0 + visits + f32::from(child.in_flight));
+            if q + u > best.0 {
+                best = (q + u, i);
+            }
+        }
+        if let Some(edge) = edges.get(first_childless) {
+            let score = fpu + puct * edge.prior();
+            if score > best.0 {
+                best = (score, first_childless);
+            }
+        }
+        best.1
+    }
+
+    /// What a draw is worth to the player choosing at `depth`.
+    #[inline]
+    fn draw_score(&self, depth: usize) -> f32 {
+        if depth.is_multiple_of(2) { -self.params.contempt } else { self.params.contempt }
+    }
+
+    /// Lc0's moves-left utility: shorter when winning, longer when losing.
+    #[inline]
+    fn moves_left_utility(&self, parent_q: f32, parent_m: f32, child_m: f32) -> f32 {
+        let mlu = &self.params.moves_left;
+        if mlu.max_effect == 0.0 {
+            return 0.0;
+        }
+        let scale = mlu.scaled_factor * parent_q + mlu.quadratic_factor * parent_q * parent_q.abs();
+        -(mlu.slope * (child_m - parent_m)).clamp(-mlu.max_effect, mlu.max_effect) * scale
+    }
+
+    /// Whether the position at `depth` on the current path is drawn by
+    /// repetition: a third occurrence in the game, or (with the two-fold
+    /// rule) a second one since the root.
+    fn repetition_draw(&self, depth: usize) -> bool {
+        let hashes = &self.scratch.hashes;
+        let last = hashes.len() - 1;
+        let position = &self.scratch.positions[depth];
+        let window = (position.halfmove_clock() as usize).min(last);
+        let root_index = self.history_hashes.len() - 1;
+        let mut count = 0;
+        for back in (2..=window).step_by(2) {
+            if hashes[last - back] == hashes[last] {
+                if self.params.two_fold_draws && last - back >= root_index {
+                    return true;
+                }
+                count += 1;
+            }
+        }
+        count >= 2
+    }
+
+    /// A new leaf: decides whether the game is over there, and if not fills
+    /// the next request for the network.
+    fn prepare_leaf(&mut self, id: u32, depth: usize) -> LeafKind {
+        if self.num_requests == self.requests.len() {
+            self.requests.push(LeafRequest::default());
+        }
+        let request = &mut self.requests[self.num_requests];
+        let position = &self.scratch.positions[depth];
+        position.legal_moves(request.moves_mut());
+        let outcome = position.outcome_given(!request.legal_moves().is_empty()).or_else(|| {
+            if depth > 0 && self.repetition_draw(depth) {
+                return Some(Outcome::draw(Termination::ThreefoldRepetition));
+            }
+            let cap = self.history.ply_cap()?;
+            (self.history.moves().len() + depth >= cap as usize).then_some(Outcome::draw(Termination::PlyCap))
+        });
+        if let Some(outcome) = outcome {
+            // Values are for the mover, the other side from the one whose result this is.
+            let wl: i8 = match outcome.result {
+                GameResult::Win => -1,
+                GameResult::Draw => 0,
+                GameResult::Loss => 1,
+            };
+            let node = &mut self.arena.nodes[id as usize];
+            node.set_terminal(wl);
+            let (wl, d, m) = node.proven_value();
+            return LeafKind::Known { wl, d, m, proven: true };
+        }
+        self.fill_history(self.num_requests, depth);
+        self.num_requests += 1;
+        LeafKind::Evaluate(self.num_requests as u32 - 1)
+    }
+
+    /// The last `HISTORY_LEN` positions of the game up to the leaf at `depth`.
+    fn fill_history(&mut self, request: usize, depth: usize) {
+        let game = self.history.positions();
+        let before_root = game.len() - 1;
+        let total = before_root + depth + 1;
+        let request = &mut self.requests[request];
+        request.clear();
+        for index in total.saturating_sub(HISTORY_LEN)..total {
+            let position =
+                if index < before_root { &game[index] } else { &self.scratch.positions[index - before_root] };
+            let hashes = &self.scratch.hashes[..=index];
+            let window = (position.halfmove_clock() as usize).min(index);
+            let repeated = (2..=window).step_by(2).any(|back| hashes[index - back] == hashes[index]);
+            request.push_history(position, repeated);
+        }
+    }
+
+    /// Takes this round's evaluations (`evaluations.get(offset + i)` for
+    /// request `i`), removes the round's in-flight visits and backs up.
+    pub(crate) fn apply(&mut self, evaluations: &Evaluations, offset: usize) -> Result<(), SearchError> {
+        if self.leaves.is_empty() {
+            return Ok(());
+        }
+        let mut result = Ok(());
+        let mut sorted = Vec::new();
+        for leaf_index in 0..self.leaves.len() {
+            let leaf = self.leaves[leaf_index];
+            let path = leaf.path.0 as usize..leaf.path.1 as usize;
+            self.remove_virtual_loss(path.clone());
+            let (wl, d, m, proven) = match leaf.kind {
+                LeafKind::Collision => continue,
+                LeafKind::Known { wl, d, m, proven } => (wl, d, m, proven),
+                LeafKind::Evaluate(request) => {
+                    let leaf_node = self.paths[path.end - 1];
+                    match self.expand(leaf_node, request as usize, evaluations, offset, &mut sorted) {
+                        Ok((wl, d, m)) => (wl, d, m, false),
+                        Err(e) => {
+                            result = result.and(Err(e));
+                            continue;
+                        }
+                    }
+                }
+            };
+            self.backup(path.clone(), wl, d, m);
+            if proven {
+                self.propagate_bounds(path);
+            }
+            self.progress.playouts += 1;
+        }
+        self.leaves.clear();
+        result?;
+        self.after_round();
+        Ok(())
+    }
+
+    /// Drops a round without backing anything up (the evaluator failed).
+    pub(crate) fn abandon_round(&mut self) {
+        for leaf_index in 0..self.leaves.len() {
+            let path = self.leaves[leaf_index].path;
+            self.remove_virtual_loss(path.0 as usize..path.1 as usize);
+        }
+        self.leaves.clear();
+        self.progress.searching = false;
+    }
+
+    /// The one place in-flight visits are removed: when a leaf's value comes back.
+    fn remove_virtual_loss(&mut self, path: std::ops::Range<usize>) {
+        for &id in &self.paths[path] {
+            self.arena.nodes[id as usize].in_flight -= 1;
+        }
+    }
+
+    /// Gives the leaf its edges, sorted by prior; returns its value for the mover.
+    fn expand(
+        &mut self,
+        id: u32,
+        request: usize,
+        evaluations: &Evaluations,
+        offset: usize,
+        sorted: &mut Vec<(f32, u16)>,
+    ) -> Result<(f32, f32, f32), SearchError> {
+        let (priors, value) = evaluations.get(offset + request);
+        let moves = self.requests[request].legal_moves();
+        if priors.len() != moves.len() {
+            return Err(SearchError::BadEvaluation(format!(
+                "{} priors for a position with {} legal moves",
+                priors.len(),
+                moves.len()
+            )));
+        }
+        let [win, draw, loss] = value.wdl;
+        if !(value.wdl.iter().all(|x| x.is_finite() && *x >= 0.0) && win + draw + loss > 0.0) {
+            return Err(SearchError::BadEvaluation(format!("WDL {:?} is not a distribution", value.wdl)));
+        }
+        let sane = |p: f32| if p.is_finite() && p > 0.0 { p } else { 0.0 };
+        let total: f32 = priors.iter().copied().map(sane).sum();
+        sorted.clear();
+        sorted.extend(moves.iter().zip(priors).map(|(&m, &p)| {
+            let p = if total > 0.0 { sane(p) / total } else { 1.0 / moves.len() as f32 };
+            (p, G::pack_move(m))
+        }));
+        sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
+        self.arena.expand(id, sorted.iter().map(|&(p, m)| Edge::new(m, p)));
+        let sum = win + draw + loss;
+        let moves_left = if value.moves_left.is_finite() { value.moves_left.max(0.0) } else { 0.0 };
+        // The network speaks for the side to move; nodes for the mover.
+        Ok(((loss - win) / sum, draw / sum, moves_left))
+    }
+
+    fn backup(&mut self, path: std::ops::Range<usize>, mut wl: f32, d: f32, mut m: f32) {
+        for &id in self.paths[path].iter().rev() {
+            self.arena.nodes[id as usize].add_visit(wl, d, m);
+            wl = -wl;
+            m += 1.0;
+        }
+    }
+
+    /// Recomputes bounds up the path from a proven leaf, while they change.
+    fn propagate_bounds(&mut self, path: std::ops::Range<usize>) {
+        for i in (path.start..path.end - 1).rev() {
+            let id = self.paths[i];
+            if !self.update_bounds(id) {
+                break;
+            }
+        }
+    }
+
+    /// A node's bounds from its children's: the mover's value is minus the
+    /// best the opponent can reach. Returns whether they changed.
+    fn update_bounds(&mut self, id: u32) -> bool {
+        let (mut best_lower, mut best_upper) = (-1i8, -1i8);
+        let (mut shortest_win, mut longest) = (u16::MAX, 0u16);
+        for i in 0..usize::from(self.arena.nodes[id as usize].num_edges) {
+            let child = self.arena.child(id, i);
+            let (lower, upper, plies) = match child {
+                NONE => (-1, 1, 0),
+                c => {
+                    let c = &self.arena.nodes[c as usize];
+                    (c.lower, c.upper, c.plies)
+                }
+            };
+            best_lower = best_lower.max(lower);
+            best_upper = best_upper.max(upper);
+            if lower == 1 {
+                shortest_win = shortest_win.min(plies);
+            }
+            longest = longest.max(plies);
+        }
+        let node = &mut self.arena.nodes[id as usize];
+        let (lower, upper) = (-best_upper, -best_lower);
+        if (lower, upper) == (node.lower, node.upper) {
+            return false;
+        }
+        node.lower = lower;
+        node.upper = upper;
+        if lower == upper {
+            let plies = if best_lower == 1 { shortest_win } else { longest };
+            node.plies = plies.saturating_add(1);
+        }
+        true
+    }
+
+    /// Checks the stop conditions after a round.
+    fn after_round(&mut self) {
+        self.check_stop();
+        if let (true, Some(kld)) = (self.progress.searching, self.params.kld_stop)
+            && self.progress.playouts >= self.progress.kld_next
+        {
+            let gain = self.kld_gain();
+            self.progress.kld_gain = gain;
+            if gain.is_some_and(|g| g < kld.min_gain_per_node) {
+                self.progress.searching = false;
+                self.progress.stop = StopReason::KldGain;
+            }
+            self.snapshot_kld();
+        }
+    }
+
+    fn check_stop(&mut self) {
+        let root = &self.arena.nodes[self.root as usize];
+        if root.is_expanded() && root.is_proven() {
+            self.progress.searching = false;
+            self.progress.stop = StopReason::Proven;
+        } else if self.round_budget() == 0 {
+            self.progress.searching = false;
+            self.progress.stop = StopReason::Limit;
+        }
+    }
+
+    /// KL divergence (nats per new visit) of the root's visit distribution
+    /// now from the last snapshot; `None` while a move first gets visits.
+    fn kld_gain(&self) -> Option<f64> {
+        let visits = self.root_child_visits();
+        let old_total: u32 = self.progress.kld_visits.iter().sum();
+        let new_total: u32 = visits.iter().sum();
+        if old_total == 0 || new_total <= old_total || visits.len() != self.progress.kld_visits.len() {
+            return None;
+        }
+        let mut kld = 0.0;
+        for (&new, &old) in visits.iter().zip(&self.progress.kld_visits) {
+            if new == 0 {
+                continue;
+            }
+            if old == 0 {
+                return None;
+            }
+            let p = f64::from(new) / f64::from(new_total);
+            let q = f64::from(old) / f64::from(old_total);
+            kld += p * (p / q).ln();
+        }
+        Some(kld / f64::from(new_total - old_total))
+    }
+
+    fn snapshot_kld(&mut self) {
+        let visits = self.root_child_visits();
+        self.progress.kld_visits.clear();
+        self.progress.kld_visits.extend(visits);
+        if let Some(kld) = self.params.kld_stop {
+            self.progress.kld_next = self.progress.playouts + kld.interval;
+        }
+    }
+
+    /// Completed visits of each root edge, in edge order.
+    fn root_child_visits(&self) -> Vec<u32> {
+        (0..self.arena.edges(self.root).len())
+            .map(|i| match self.arena.child(self.root, i) {
+                NONE => 0,
+                c => self.arena.nodes[c as usize].n,
+            })
+            .collect()
+    }
+
+    /// Mixes Dirichlet noise into the root priors once per root, then
+    /// restores the edge order selection relies on.
+    fn maybe_add_noise(&mut self) {
+        let Some(noise) = self.params.noise else { return };
+        if self.root_noised || !self.progress.full || !self.arena.nodes[self.root as usize].is_expanded() {
+            return;
+        }
+        self.root_noised = true;
+        let count = self.arena.edges(self.root).len();
+        let mut x = vec![0.0; count];
+        self.rng.dirichlet(f64::from(noise.alpha), &mut x);
+        let first_childless = (0..count).find(|&i| self.arena.child(self.root, i) == NONE).unwrap_or(count);
+        let edges = self.arena.edges_mut(self.root);
+        for (edge, x) in edges.iter_mut().zip(x) {
+            edge.set_prior((1.0 - noise.epsilon) * edge.prior() + noise.epsilon * x as f32);
+        }
+        edges[first_childless..].sort_by(|a, b| b.prior().total_cmp(&a.prior()));
+    }
+
+    /// The search's findings so far.
+    pub fn result(&self) -> SearchResult<G> {
+        SearchResult::build(self)
+    }
+
+    pub(crate) fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    pub(crate) fn root(&self) -> u32 {
+        self.root
+    }
+
+    pub(crate) fn progress_summary(&self) -> (u32, bool, StopReason, Option<f64>) {
+        let p = &self.progress;
+        (p.playouts, p.full, p.stop, p.kld_gain)
+    }
+
+    /// Plays `m` (legal at the root) and keeps the subtree below it, visits
+    /// and all, as the new tree.
+    ///
+    /// # Errors
+    /// [`SearchError::IllegalMove`] if `m` is not legal at the root.
+    pub fn advance(&mut self, m: G::Move) -> Result<(), SearchError> {
+        let root_position = self.history.current();
+        let mut moves = MoveList::new();
+        root_position.legal_moves(&mut moves);
+        if !moves.contains(&m) {
+            return Err(SearchError::IllegalMove(format!("{m} in {}", root_position.fen())));
+        }
+        let packed = G::pack_move(m);
+        let edge = self.arena.edges(self.root).iter().position(|e| e.mv == packed);
+        let child = edge.map_or(NONE, |i| self.arena.child(self.root, i));
+        self.history.play(m);
+        self.history_hashes.push(self.history.current().hash());
+        self.root_noised = false;
+        self.progress.searching = false;
+        let hash = self.history.current().hash();
+        match (&self.table, child) {
+            (Some(table), _) => {
+                let existing = table.nodes.get(&hash).copied();
+                self.root = match existing.or((child != NONE).then_some(child)) {
+                    Some(id) => id,
+                    None => self.push_table_node(hash),
+                };
+            }
+            (None, NONE) => self.reset_arena(),
+            (None, child) => self.compact(child),
+        }
+        Ok(())
+    }
+
+    /// Moves the root to the end of `history`: through [`Tree::advance`]
+    /// when it continues the current game (the tree is reused), otherwise
+    /// afresh; in analysis mode a position already in the table keeps its
+    /// statistics either way.
+    ///
+    /// # Errors
+    /// [`SearchError::IllegalMove`] if a move of `history` is illegal where played.
+    pub fn set_history(&mut self, history: History<G>) -> Result<(), SearchError> {
+        let played = self.history.moves().len();
+        let continues =
+            history.start().fen() == self.history.start().fen() && history.moves().starts_with(self.history.moves());
+        if continues {
+            for &m in &history.moves()[played..] {
+                self.advance(m)?;
+            }
+            self.history = history;
+            return Ok(());
+        }
+        self.history_hashes = history.positions().iter().map(Game::hash).collect();
+        self.history = history;
+        self.root_noised = false;
+        self.progress.searching = false;
+        let hash = self.history.current().hash();
+        match self.table.as_ref().map(|t| t.nodes.get(&hash).copied()) {
+            Some(Some(id)) => self.root = id,
+            Some(None) => self.root = self.push_table_node(hash),
+            None => self.reset_arena(),
+        }
+        Ok(())
+    }
+
+    fn push_table_node(&mut self, hash: u64) -> u32 {
+        let id = self.arena.push(Node::NEW);
+        if let Some(table) = &mut self.table {
+            table.nodes.insert(hash, id);
+        }
+        id
+    }
+
+    fn reset_arena(&mut self) {
+        self.arena.clear();
+        self.root = self.arena.push(Node::NEW);
+    }
+
+    /// A root marked over by a path-dependent rule (the two-fold draw) whose
+    /// game goes on: search it afresh.
+    fn reset_terminal_root(&mut self) {
+        let root = &mut self.arena.nodes[self.root as usize];
+        if root.is_terminal() {
+            *root = Node::NEW;
+        }
+    }
+
+    /// Keeps only what `new_root` reaches, in a fresh arena.
+    fn compact(&mut self, new_root: u32) {
+        let old = std::mem::take(&mut self.arena);
+        let mut remap = vec![NONE; old.nodes.len()];
+        let mut queue = vec![new_root];
+        remap[new_root as usize] = self.arena.push(old.nodes[new_root as usize]);
+        while let Some(old_id) = queue.pop() {
+            let new_id = remap[old_id as usize];
+            let node = old.nodes[old_id as usize];
+            if !node.is_expanded() || node.is_terminal() {
+                continue;
+            }
+            let edges: Vec<Edge> = old.edges(old_id).to_vec();
+            self.arena.expand(new_id, edges.into_iter());
+            for i in 0..usize::from(node.num_edges) {
+                let child = old.child(old_id, i);
+                if child == NONE {
+                    continue;
+                }
+                if remap[child as usize] == NONE {
+                    remap[child as usize] = self.arena.push(old.nodes[child as usize]);
+                    queue.push(child);
+                }
+                self.arena.set_child(new_id, i, remap[child as usize]);
+            }
+        }
+        self.root = remap[new_root as usize];
+        if let Some(table) = &mut self.table {
+            table.nodes.retain(|_, id| {
+                *id = remap[*id as usize];
+                *id != NONE
+            });
+        }
+    }
+
+    /// The side to move at the root.
+    pub fn turn(&self) -> Color {
+        self.history.current().turn()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use capa_rules::chess::Chess;
+
+    use super::*;
+    use crate::{Evaluator, UniformEvaluator};
+
+    fn evaluate(tree: &mut Tree<Chess>) {
+        let mut out = Evaluations::default();
+        UniformEvaluator.evaluate(&tree.requests[..tree.num_requests], &mut out).unwrap();
+        tree.apply(&out, 0).unwrap();
+    }
+
+    /// Root children with a selection pending.
+    fn busy_root_moves(tree: &Tree<Chess>) -> usize {
+        (0..tree.arena.edges(tree.root).len())
+            .filter(|&i| match tree.arena.child(tree.root, i) {
+                NONE => false,
+                c => tree.arena.nodes[c as usize].in_flight > 0,
+            })
+            .count()
+    }
+
+    #[test]
+    fn virtual_loss_spreads_a_batch_over_root_moves() {
+        let params = SearchParams { parallel_sims: 8, ..SearchParams::default() };
+        let mut tree = Tree::new(History::new(Chess::startpos()), params, 1).unwrap();
+        tree.start(Limits::playouts(1000), true).unwrap();
+        tree.gather();
+        assert_eq!(tree.leaves.len(), 1, "the root's own evaluation comes first");
+        evaluate(&mut tree);
+        tree.gather();
+        assert_eq!(busy_root_moves(&tree), 8, "eight selections, eight distinct root moves");
+        let root = tree.arena.nodes[tree.root as usize];
+        assert_eq!(u32::from(root.in_flight), tree.leaves.len() as u32);
+        evaluate(&mut tree);
+        assert_eq!(tree.in_flight_total(), 0);
+    }
+}

@@ -1,0 +1,131 @@
+//! Mates are found, proven and played; stalemate and repetition are draws.
+//! Mate distances were confirmed with Stockfish and Fairy-Stockfish
+//! (`go depth 20` gives `score mate N`).
+
+use capa_mcts::{Proof, SearchParams, StopReason, UniformEvaluator};
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::{Game, History};
+
+use crate::common::{FavourEvaluator, MaterialEvaluator, params, search, tree};
+
+/// Searches until the root is proven and checks that the best move is a
+/// proven win in `mate_in` moves, and that playing it leaves no escape.
+fn proves_mate<G: Game>(fen: &str, mate_in: u16, playouts: u32) {
+    for material in [false, true] {
+        let mut tree = tree::<G>(fen, params());
+        let result = if material {
+            search(&mut tree, &MaterialEvaluator, playouts)
+        } else {
+            search(&mut tree, &UniformEvaluator, playouts)
+        };
+        let best = result.best().expect("a legal move");
+        assert_eq!(result.stop, StopReason::Proven, "{fen}: root not proven after {} playouts", result.playouts);
+        assert_eq!(best.proof, Proof::Win { plies: 2 * mate_in - 2 }, "{fen}: best {}", best.mv);
+        assert_eq!(best.pv.len(), usize::from(2 * mate_in - 1), "{fen}: the PV is the mating line {:?}", best.pv);
+        let mut game = History::new(G::from_fen(fen).unwrap());
+        for &m in &best.pv {
+            game.play(m);
+        }
+        let outcome = game.outcome().expect("the PV ends the game");
+        assert_eq!(outcome.reason, capa_rules::Termination::Checkmate, "{fen}: PV {:?}", best.pv);
+    }
+}
+
+#[test]
+fn chess_mate_in_1() {
+    proves_mate::<Chess>("k7/8/1K6/8/8/8/8/7R w - - 0 1", 1, 10_000);
+}
+
+#[test]
+fn chess_mate_in_2() {
+    proves_mate::<Chess>("k7/8/2K5/8/8/8/8/7R w - - 0 1", 2, 50_000);
+}
+
+#[test]
+fn chess_mate_in_3() {
+    proves_mate::<Chess>("1k6/8/8/2K5/8/8/8/7R w - - 0 1", 3, 400_000);
+}
+
+#[test]
+fn capablanca_mate_in_1() {
+    proves_mate::<Capablanca>("k9/10/1K8/10/10/10/10/9C w - - 0 1", 1, 10_000);
+}
+
+#[test]
+fn capablanca_mate_in_2() {
+    proves_mate::<Capablanca>("k9/10/2K7/10/10/10/10/9R w - - 0 1", 2, 50_000);
+}
+
+#[test]
+fn capablanca_mate_in_3() {
+    proves_mate::<Capablanca>("k9/10/2K7/10/10/10/10/9A w - - 0 1", 3, 400_000);
+}
+
+#[test]
+fn a_proven_mate_is_played_over_a_move_with_more_visits() {
+    // The network loves Kc5, which throws the mate away; Rh8 mates.
+    // One leaf per round: Kc5 takes hundreds of visits before Rh8 is tried.
+    let one_at_a_time = SearchParams { parallel_sims: 1, ..params() };
+    let mut tree = tree::<Chess>("k7/8/1K6/8/8/8/8/7R w - - 0 1", one_at_a_time);
+    let result = search(&mut tree, &FavourEvaluator(vec!["b6c5".into()]), 10_000);
+    let best = result.best().unwrap();
+    assert_eq!(best.mv.to_string(), "h1h8");
+    let most_visited = result.moves.iter().max_by_key(|m| m.visits).unwrap();
+    assert_eq!(most_visited.mv.to_string(), "b6c5");
+    assert!(most_visited.visits > best.visits, "the scenario needs the mate to have fewer visits");
+}
+
+#[test]
+fn stalemate_is_a_draw() {
+    // Qb6 stalemates; Qb7 and Qb8 mate.
+    let mut tree = tree::<Chess>("k7/8/2K5/8/8/8/8/1Q6 w - - 0 1", params());
+    let result = search(&mut tree, &UniformEvaluator, 5_000);
+    let stalemate = result.moves.iter().find(|m| m.mv.to_string() == "b1b6").unwrap();
+    assert_eq!(stalemate.proof, Proof::Draw);
+    assert_eq!(stalemate.q, 0.0);
+    assert_eq!(stalemate.d, 1.0);
+    assert!(matches!(result.best().unwrap().proof, Proof::Win { plies: 0 }));
+}
+
+#[test]
+fn repetition_is_a_draw() {
+    // After 1.Nf3 Nf6 2.Ng1 Ng8 the start position stands for the second time.
+    let mut game = History::new(Chess::startpos());
+    for uci in ["g1f3", "g8f6", "f3g1", "f6g8"] {
+        let m = game.current().parse_uci(uci).unwrap();
+        game.play(m);
+    }
+    // Two-fold: the knight dance from the root repeats the root (a draw in
+    // the tree); without the two-fold rule only a third occurrence is.
+    for two_fold in [true, false] {
+        let mut p = params();
+        p.two_fold_draws = two_fold;
+        let mut tree = capa_mcts::Tree::new(game.clone(), p, 1).unwrap();
+        search(&mut tree, &UniformEvaluator, 3_000);
+        for uci in ["g1f3", "g8f6", "f3g1"] {
+            let m = tree.history().current().parse_uci(uci).unwrap();
+            tree.advance(m).unwrap();
+        }
+        let result = search(&mut tree, &UniformEvaluator, 3_000);
+        let back = result.moves.iter().find(|m| m.mv.to_string() == "f6g8").unwrap();
+        // f6g8 now makes the third occurrence of the start position: a draw either way.
+        assert_eq!(back.proof, Proof::Draw, "two_fold_draws = {two_fold}");
+    }
+    // The knight dance from the root brings the root back at depth 4: a
+    // draw under the two-fold rule (all its visits say d = 1); without it the
+    // line goes on to the third occurrence at depth 8, past network
+    // evaluations (d = 0.4) on the way.
+    let dance = ["g1f3", "g8f6", "f3g1", "f6g8"];
+    let draw_share = |two_fold| {
+        let p = SearchParams { two_fold_draws: two_fold, ..params() };
+        let mut tree = tree::<Chess>(&Chess::startpos().fen(), p);
+        let result = search(&mut tree, &FavourEvaluator(dance.map(String::from).to_vec()), 3_000);
+        let first = result.moves.iter().find(|m| m.mv.to_string() == "g1f3").unwrap();
+        assert_eq!(first.pv.iter().take(4).map(ToString::to_string).collect::<Vec<_>>(), dance);
+        first.d
+    };
+    let (with, without) = (draw_share(true), draw_share(false));
+    assert!(with > 0.9, "two-fold: d = {with}");
+    assert!(without < with - 0.1, "no two-fold: d = {without}, two-fold: d = {with}");
+}

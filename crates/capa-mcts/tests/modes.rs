@@ -1,0 +1,172 @@
+//! Tree reuse, the KLD stop, determinism, analysis mode, noise and bad evaluators.
+
+use capa_mcts::{
+    DirichletNoise, EvalError, Evaluations, Evaluator, KldStop, LeafRequest, Limits, RandomEvaluator, SearchError,
+    SearchParams, StopReason, Tree, UniformEvaluator,
+};
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::{Game, History};
+
+use crate::common::{params, search, tree};
+
+#[test]
+fn tree_reuse_keeps_the_childs_visits() {
+    let mut tree = Tree::new(History::new(Capablanca::startpos()), params(), 1).unwrap();
+    let result = search(&mut tree, &RandomEvaluator, 4_000);
+    let best = result.best().unwrap().clone();
+    assert!(best.visits > 100);
+    tree.advance(best.mv).unwrap();
+    assert_eq!(tree.root_visits(), best.visits);
+    let again = tree.search(&RandomEvaluator, Limits::visits(best.visits + 500)).unwrap();
+    assert_eq!(again.visits, best.visits + 500);
+    assert_eq!(again.playouts, 500);
+    let child = again.moves.iter().find(|m| Some(&m.mv) == best.pv.get(1)).unwrap();
+    assert!(child.visits > 0, "the reused subtree is the one below the move played");
+    assert!(tree.advance(best.mv).is_err(), "{} is not legal for the other side", best.mv);
+}
+
+#[test]
+fn kld_stop_fires_on_a_settled_tree_only() {
+    let kld = KldStop { interval: 100, min_gain_per_node: 1e-4 };
+    let settled_params = SearchParams { kld_stop: Some(kld), ..params() };
+    let mut tree = Tree::new(History::new(Chess::startpos()), params(), 1).unwrap();
+    search(&mut tree, &RandomEvaluator, 20_000);
+    let mut settled = Tree::new(History::new(Chess::startpos()), settled_params.clone(), 1).unwrap();
+    search(&mut settled, &RandomEvaluator, 20_000);
+    // The first search stops on its own long before 20k: by then the
+    // distribution has settled; a second search on the same tree stops at its first check.
+    let again = search(&mut settled, &RandomEvaluator, 20_000);
+    assert_eq!(again.stop, StopReason::KldGain);
+    assert!(again.playouts <= 200, "stopped after {} playouts", again.playouts);
+    assert!(again.kld_gain.unwrap() < 1e-4);
+
+    let mut fresh = Tree::new(History::new(Chess::startpos()), settled_params, 1).unwrap();
+    let result = search(&mut fresh, &RandomEvaluator, 300);
+    assert_eq!(result.stop, StopReason::Limit, "gain {:?}", result.kld_gain);
+}
+
+#[test]
+fn same_seed_same_search() {
+    for noise in [None, Some(DirichletNoise::default())] {
+        let p = SearchParams { noise, ..params() };
+        let run = || {
+            let mut tree = Tree::new(History::new(Capablanca::startpos()), p.clone(), 42).unwrap();
+            search(&mut tree, &RandomEvaluator, 3_000).moves
+        };
+        assert_eq!(run(), run(), "noise {noise:?}");
+    }
+}
+
+#[test]
+fn noise_changes_the_root_priors() {
+    let quiet = search(&mut tree::<Chess>(&Chess::startpos().fen(), params()), &UniformEvaluator, 500);
+    let p = SearchParams { noise: Some(DirichletNoise::default()), ..params() };
+    let noisy = search(&mut tree::<Chess>(&Chess::startpos().fen(), p), &UniformEvaluator, 500);
+    let spread = |r: &capa_mcts::SearchResult<Chess>| {
+        let priors: Vec<f32> = r.moves.iter().map(|m| m.prior).collect();
+        priors.iter().cloned().fold(0.0, f32::max) - priors.iter().cloned().fold(1.0, f32::min)
+    };
+    assert!(spread(&quiet) < 1e-3, "uniform priors stay uniform without noise");
+    assert!(spread(&noisy) > 0.01, "noise spreads them");
+    let sum: f32 = noisy.moves.iter().map(|m| m.prior).sum();
+    assert!((sum - 1.0).abs() < 1e-2, "noisy priors still sum to 1: {sum}");
+}
+
+#[test]
+fn analysis_mode_merges_transpositions() {
+    let fen = "8/p7/4k3/8/8/4K3/7P/8 w - - 0 1";
+    let start = Chess::from_fen(fen).unwrap();
+    let line = |moves: &[&str]| {
+        let mut game = History::new(start.clone());
+        for uci in moves {
+            let m = game.current().parse_uci(uci).unwrap();
+            game.play(m);
+        }
+        game
+    };
+    let mut analysis = Tree::analysis(History::new(start.clone()), params(), 1, 1_000_000).unwrap();
+    search(&mut analysis, &UniformEvaluator, 30_000);
+    analysis.set_history(line(&["e3d3", "a7a6", "h2h3"])).unwrap();
+    let via_king_first = analysis.root_visits();
+    analysis.set_history(line(&["h2h3", "a7a6", "e3d3"])).unwrap();
+    let via_pawn_first = analysis.root_visits();
+    assert!(via_king_first > 0);
+    assert_eq!(via_king_first, via_pawn_first, "both move orders reach one node");
+
+    // A tree keeps the two apart: each order holds only its own visits.
+    let mut plain = Tree::new(History::new(start.clone()), params(), 1).unwrap();
+    search(&mut plain, &UniformEvaluator, 30_000);
+    let mut king_first = plain.clone();
+    king_first.set_history(line(&["e3d3", "a7a6", "h2h3"])).unwrap();
+    let mut pawn_first = plain;
+    pawn_first.set_history(line(&["h2h3", "a7a6", "e3d3"])).unwrap();
+    assert!(king_first.root_visits() + pawn_first.root_visits() <= via_king_first + 1);
+
+    // Above the node limit only what the root reaches is kept.
+    let mut small = Tree::analysis(History::new(start.clone()), params(), 1, 2_000).unwrap();
+    search(&mut small, &UniformEvaluator, 5_000);
+    small.set_history(line(&["e3d3"])).unwrap();
+    let before = small.node_count();
+    let visits = small.root_visits();
+    search(&mut small, &UniformEvaluator, 10);
+    assert!(small.node_count() < before, "compacted to the root's subgraph");
+    assert_eq!(small.root_visits(), visits + 10);
+}
+
+/// Answers with one prior too few.
+struct ShortEvaluator;
+
+impl<G: Game> Evaluator<G> for ShortEvaluator {
+    fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
+        UniformEvaluator.evaluate(batch, out)?;
+        if batch.len() > 1 {
+            out.clear();
+            for request in batch {
+                let n = request.legal_moves().len().saturating_sub(1);
+                out.push(std::iter::repeat_n(1.0, n), capa_mcts::Value { wdl: [0.3, 0.4, 0.3], moves_left: 1.0 });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fails after the first batch, as a lost GPU would.
+struct FailingEvaluator;
+
+impl<G: Game> Evaluator<G> for FailingEvaluator {
+    fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
+        if batch.len() > 1 {
+            return Err("device lost".into());
+        }
+        UniformEvaluator.evaluate(batch, out)
+    }
+}
+
+#[test]
+fn a_bad_evaluator_is_an_error_not_a_corrupt_tree() {
+    let mut tree = tree::<Chess>(&Chess::startpos().fen(), params());
+    let err = tree.search(&ShortEvaluator, Limits::playouts(100)).unwrap_err();
+    assert!(matches!(err, SearchError::BadEvaluation(_)), "{err}");
+    assert!(err.to_string().contains("19 priors for a position with 20 legal moves"), "{err}");
+    assert_eq!(tree.in_flight_total(), 0);
+
+    let err = tree.search(&FailingEvaluator, Limits::playouts(100)).unwrap_err();
+    assert_eq!(err.to_string(), "the evaluator failed: device lost");
+    assert_eq!(tree.in_flight_total(), 0);
+    // The tree is still usable.
+    let result = search(&mut tree, &UniformEvaluator, 100);
+    assert_eq!(result.playouts, 100);
+}
+
+#[test]
+fn bad_parameters_and_finished_games_are_errors() {
+    let bad = SearchParams { cpuct: f32::NAN, ..SearchParams::default() };
+    let err = Tree::new(History::new(Chess::startpos()), bad, 1).unwrap_err();
+    assert_eq!(err.to_string(), "invalid search parameter cpuct: must be a finite number >= 0, got NaN");
+    let bad = SearchParams { parallel_sims: 0, ..SearchParams::default() };
+    assert!(Tree::new(History::new(Chess::startpos()), bad, 1).is_err());
+    let mated =
+        tree::<Chess>("k6R/8/1K6/8/8/8/8/8 b - - 0 1", params()).search(&UniformEvaluator, Limits::playouts(10));
+    assert_eq!(mated.unwrap_err().to_string(), "the game is over (checkmate): there is nothing to search");
+}
