@@ -1,5 +1,7 @@
 //! `capa`: the command line around capa's crates.
 
+mod bench;
+
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -41,6 +43,47 @@ enum Command {
     Legal {
         #[command(flatten)]
         position: PositionArgs,
+    },
+    /// Measure a component; benches/ compares the figures with real peers.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Search from the start position with a free evaluator (pseudo-random
+    /// priors and values from the position's hash, as Lc0's `random` backend).
+    ///
+    /// Prints a summary line, then a last line
+    /// `nodes N cpu_s S nodes_per_cpu_s R bytes_per_node B`
+    /// (CPU time of all threads, the evaluator's included; bytes of the
+    /// trees' nodes, edges and child slots per node).
+    Search {
+        /// The game: `capablanca` (10x8) or `chess`.
+        #[arg(long, value_enum)]
+        variant: Variant,
+        /// Playouts in all, split evenly over the games.
+        #[arg(long, default_value_t = 200_000)]
+        nodes: u32,
+        /// Leaves each game gathers per round (its share of the network batch).
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
+        batch: u16,
+        /// Threads selecting and backing up (the evaluator has its own).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: u16,
+        /// Games searched together; by default one per thread.
+        #[arg(long)]
+        games: Option<usize>,
+        /// Pipelined groups: while the evaluator works on one group's batch
+        /// the threads select and back up the others.
+        #[arg(long, default_value_t = 1)]
+        groups: usize,
+        /// Nanoseconds the fake evaluator sleeps per leaf of each batch, to
+        /// stand in for a network on a device (it uses no CPU meanwhile).
+        #[arg(long, default_value_t = 0)]
+        eval_ns_per_leaf: u64,
     },
 }
 
@@ -88,6 +131,23 @@ fn run(cli: Cli) -> Result<()> {
             Variant::Capablanca => run_legal(&load::<Capablanca>(&position)?),
             Variant::Chess => run_legal(&load::<Chess>(&position)?),
         },
+        Command::Bench {
+            what: BenchCommand::Search { variant, nodes, batch, threads, games, groups, eval_ns_per_leaf },
+        } => {
+            let threads = usize::from(threads);
+            let args = bench::SearchBench {
+                nodes,
+                batch,
+                threads,
+                games: games.unwrap_or(threads),
+                groups,
+                eval_per_leaf: std::time::Duration::from_nanos(eval_ns_per_leaf),
+            };
+            match variant {
+                Variant::Capablanca => bench::search::<Capablanca>(&args),
+                Variant::Chess => bench::search::<Chess>(&args),
+            }
+        }
     }
 }
 

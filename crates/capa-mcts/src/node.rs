@@ -19,8 +19,9 @@ pub(crate) struct Edge {
 }
 
 impl Edge {
-    pub fn new(mv: u16, prior: f32) -> Edge {
-        Edge { mv, prior: compress_prior(prior) }
+    /// An edge whose prior is already compressed.
+    pub fn with_compressed_prior(mv: u16, prior: u16) -> Edge {
+        Edge { mv, prior }
     }
 
     #[inline]
@@ -35,7 +36,8 @@ impl Edge {
 
 /// Priors in `[0, 1]` as a 16-bit float: 5 exponent bits covering 2^-31..1
 /// and 11 mantissa bits (relative error below 0.03%).
-fn compress_prior(p: f32) -> u16 {
+#[inline]
+pub(crate) fn compress_prior(p: f32) -> u16 {
     const BIAS: u32 = 96 << 23;
     let bits = p.clamp(0.0, 1.0).to_bits();
     if bits < BIAS { 0 } else { ((bits - BIAS + (1 << 11)) >> 12) as u16 }

@@ -13,7 +13,7 @@ use capa_rules::{Color, Game, GameResult, History, MoveList, Outcome, Terminatio
 
 use crate::SearchError;
 use crate::evaluator::{Evaluations, HISTORY_LEN, LeafRequest};
-use crate::node::{Arena, Edge, NONE, Node};
+use crate::node::{Arena, Edge, NONE, Node, compress_prior};
 use crate::params::SearchParams;
 use crate::result::{SearchResult, StopReason};
 use crate::rng::Rng;
@@ -559,7 +559,7 @@ impl<G: Game> Tree<G> {
         request: usize,
         evaluations: &Evaluations,
         offset: usize,
-        sorted: &mut Vec<(f32, u16)>,
+        sorted: &mut Vec<u32>,
     ) -> Result<(f32, f32, f32), SearchError> {
         let (priors, value) = evaluations.get(offset + request);
         let moves = self.requests[request].legal_moves();
@@ -576,13 +576,24 @@ impl<G: Game> Tree<G> {
         }
         let sane = |p: f32| if p.is_finite() && p > 0.0 { p } else { 0.0 };
         let total: f32 = priors.iter().copied().map(sane).sum();
+        let scale = if total > 0.0 { total.recip() } else { 0.0 };
+        let uniform = 1.0 / moves.len() as f32;
+        // Sort keys: the complemented compressed prior above the move's
+        // index, so that an ascending sort puts the highest prior first and
+        // equal priors keep the generator's order.
         sorted.clear();
-        sorted.extend(moves.iter().zip(priors).map(|(&m, &p)| {
-            let p = if total > 0.0 { sane(p) / total } else { 1.0 / moves.len() as f32 };
-            (p, G::pack_move(m))
+        sorted.extend(priors.iter().enumerate().map(|(i, &p)| {
+            let p = if total > 0.0 { sane(p) * scale } else { uniform };
+            u32::from(!compress_prior(p)) << 16 | i as u32
         }));
-        sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
-        self.arena.expand(id, sorted.iter().map(|&(p, m)| Edge::new(m, p)));
+        sorted.sort_unstable();
+        self.arena.expand(
+            id,
+            sorted.iter().map(|&key| {
+                let mv = G::pack_move(moves[(key & 0xffff) as usize]);
+                Edge::with_compressed_prior(mv, !(key >> 16) as u16)
+            }),
+        );
         let sum = win + draw + loss;
         let moves_left = if value.moves_left.is_finite() { value.moves_left.max(0.0) } else { 0.0 };
         // The network speaks for the side to move; nodes for the mover.
