@@ -93,3 +93,30 @@ fn legal_says_when_the_game_is_over() {
     assert!(stdout(&out).is_empty());
     assert_eq!(stderr(&out), "game over: checkmate (Loss for the side to move)\n");
 }
+
+#[test]
+fn bench_search_prints_the_figures_last() {
+    let out =
+        capa(&["bench", "search", "--variant", "capablanca", "--nodes", "3000", "--batch", "64", "--threads", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let last: Vec<&str> = text.lines().last().unwrap().split(' ').collect();
+    assert_eq!(
+        last.iter().step_by(2).copied().collect::<Vec<_>>(),
+        ["nodes", "cpu_s", "nodes_per_cpu_s", "bytes_per_node"]
+    );
+    assert_eq!(last[1], "3000", "two games of 1500 playouts: {text}");
+    let bytes: f64 = last[7].parse().unwrap();
+    assert!((32.0..1000.0).contains(&bytes), "{text}");
+}
+
+#[test]
+fn bench_search_rejects_bad_arguments() {
+    for args in [["--batch", "0"], ["--games", "0"], ["--threads", "0"], ["--nodes", "x"]] {
+        let mut all = vec!["bench", "search", "--variant", "chess", "--nodes", "100"];
+        all.extend(args);
+        let out = capa(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!stderr(&out).is_empty() && !stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -64,3 +64,31 @@ impl PlayoutCap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{PlayoutCap, Temperature};
+    use crate::rng::Rng;
+    use crate::tree::Limits;
+
+    #[test]
+    fn temperature_decays_and_cuts_off() {
+        let t = Temperature { initial: 1.2, decay_moves: 40, cutoff_move: 30, after_cutoff: 0.1 };
+        assert_eq!(t.at(0), 1.2);
+        assert!((t.at(20) - 0.6).abs() < 1e-6);
+        assert_eq!(t.at(30), 0.1);
+        let flat = Temperature { decay_moves: 0, ..t };
+        assert_eq!(flat.at(29), 1.2);
+    }
+
+    #[test]
+    fn playout_cap_draws_fast_searches_at_the_given_rate() {
+        let cap = PlayoutCap { full: Limits::visits(800), fast: Limits::visits(100), fast_fraction: 0.75 };
+        let mut rng = Rng::new(3);
+        let draws: Vec<_> = (0..10_000).map(|_| cap.draw(&mut rng)).collect();
+        let fast = draws.iter().filter(|(_, full)| !full).count();
+        assert!((7_200..7_800).contains(&fast), "{fast} fast searches in 10000");
+        assert!(draws.iter().all(|&(limits, full)| limits == if full { cap.full } else { cap.fast }));
+        assert!(PlayoutCap::always(cap.full).draw(&mut rng).1);
+    }
+}

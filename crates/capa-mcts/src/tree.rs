@@ -926,4 +926,31 @@ mod tests {
         evaluate(&mut tree);
         assert_eq!(tree.in_flight_total(), 0);
     }
+
+    #[test]
+    fn moves_left_utility_prefers_short_wins_and_long_losses() {
+        let tree = Tree::new(History::new(Chess::startpos()), SearchParams::default(), 1).unwrap();
+        let (parent_m, short, long) = (30.0, 10.0, 50.0);
+        for q in [0.9, 0.3] {
+            assert!(tree.moves_left_utility(q, parent_m, short) > tree.moves_left_utility(q, parent_m, long));
+            assert!(tree.moves_left_utility(-q, parent_m, short) < tree.moves_left_utility(-q, parent_m, long));
+        }
+        let max = tree.params.moves_left.max_effect;
+        assert!(tree.moves_left_utility(1.0, 0.0, 1000.0).abs() <= max * 1.0001, "bounded by max_effect");
+        let off = SearchParams {
+            moves_left: crate::MovesLeftUtility { max_effect: 0.0, ..Default::default() },
+            ..SearchParams::default()
+        };
+        let tree = Tree::new(History::new(Chess::startpos()), off, 1).unwrap();
+        assert_eq!(tree.moves_left_utility(0.9, parent_m, short), 0.0);
+    }
+
+    #[test]
+    fn contempt_makes_draws_worse_for_the_root_side_only() {
+        let params = SearchParams { contempt: 0.25, ..SearchParams::default() };
+        let tree = Tree::new(History::new(Chess::startpos()), params, 1).unwrap();
+        assert_eq!(tree.draw_score(0), -0.25, "the root side chooses at even depths");
+        assert_eq!(tree.draw_score(1), 0.25);
+        assert_eq!(tree.draw_score(4), -0.25);
+    }
 }

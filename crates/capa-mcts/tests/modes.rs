@@ -170,3 +170,23 @@ fn bad_parameters_and_finished_games_are_errors() {
         tree::<Chess>("k6R/8/1K6/8/8/8/8/8 b - - 0 1", params()).search(&UniformEvaluator, Limits::playouts(10));
     assert_eq!(mated.unwrap_err().to_string(), "the game is over (checkmate): there is nothing to search");
 }
+
+#[test]
+fn temperature_draws_moves_by_visits() {
+    let result = search(&mut tree::<Chess>(&Chess::startpos().fen(), params()), &RandomEvaluator, 2_000);
+    let mut rng = capa_mcts::Rng::new(9);
+    assert_eq!(result.choose(0.0, &mut rng), Some(result.best().unwrap().mv));
+    let total: u32 = result.moves.iter().map(|m| m.visits).sum();
+    let draws = 20_000;
+    let mut counts = std::collections::HashMap::new();
+    for _ in 0..draws {
+        *counts.entry(result.choose(1.0, &mut rng).unwrap()).or_insert(0u32) += 1;
+    }
+    for m in &result.moves {
+        let expected = f64::from(m.visits) / f64::from(total);
+        let seen = f64::from(counts.get(&m.mv).copied().unwrap_or(0)) / f64::from(draws);
+        assert!((seen - expected).abs() < 0.02, "{}: drawn {seen:.3}, visit share {expected:.3}", m.mv);
+    }
+    let shares: f32 = result.visit_distribution().map(|(_, p)| p).sum();
+    assert!((shares - 1.0).abs() < 1e-5);
+}

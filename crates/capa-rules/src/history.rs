@@ -5,7 +5,7 @@ use crate::{Game, Outcome, Termination};
 /// The positions of one game from its start, with the moves between them.
 ///
 /// Search, encoders and game records share this type. Positions are stored
-/// whole (a Capablanca position is 256 bytes), so the encoder reads the last
+/// whole (a Capablanca position is 352 bytes), so the encoder reads the last
 /// eight without replaying anything.
 #[derive(Clone, Debug)]
 pub struct History<G: Game> {
