@@ -3,6 +3,8 @@
 
 use capa_rules::{Game, MoveList};
 
+use crate::rng::Rng;
+
 /// How many positions, the leaf included, a request carries for the
 /// encoder's history planes.
 pub const HISTORY_LEN: usize = 8;
@@ -159,14 +161,8 @@ pub struct RandomEvaluator;
 impl<G: Game> Evaluator<G> for RandomEvaluator {
     fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
         for request in batch {
-            let mut state = request.position().hash();
-            let mut next = move || {
-                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-            };
+            let mut rng = Rng::new(request.position().hash());
+            let mut next = move || rng.uniform() as f32;
             let win = next() * 0.5;
             let loss = next() * 0.5;
             let moves_left = 20.0 + 80.0 * next();

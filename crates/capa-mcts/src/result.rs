@@ -96,7 +96,7 @@ pub struct SearchResult<G: Game> {
     pub kld_gain: Option<f64>,
     /// Why the search ended.
     pub stop: StopReason,
-    /// Nodes in the tree and bytes they occupy, edges included.
+    /// Nodes in the arena.
     pub nodes: usize,
     /// Arena bytes (nodes, edges, child slots).
     pub bytes: usize,

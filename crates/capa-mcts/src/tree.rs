@@ -222,8 +222,7 @@ impl<G: Game> Tree<G> {
         self.reset_terminal_root();
         self.scratch.positions.truncate(0);
         self.scratch.positions.push(self.history.current().clone());
-        let root_children = self.arena.nodes[self.root as usize].num_edges;
-        let mut progress = Progress {
+        self.progress = Progress {
             limits,
             playouts: 0,
             searching: true,
@@ -234,9 +233,6 @@ impl<G: Game> Tree<G> {
             kld_next: 0,
             kld_gain: None,
         };
-        progress.kld_visits.clear();
-        progress.kld_visits.resize(usize::from(root_children), 0);
-        self.progress = progress;
         self.snapshot_kld();
         self.check_stop();
         Ok(())
