@@ -68,7 +68,7 @@ enum BenchCommand {
         #[arg(long, default_value_t = 200_000)]
         nodes: u32,
         /// Leaves each game gathers per round (its share of the network batch).
-        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..=i64::from(capa_mcts::MAX_PER_ROUND)))]
         batch: u16,
         /// Threads selecting and backing up (the evaluator has its own).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]

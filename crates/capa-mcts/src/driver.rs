@@ -200,7 +200,9 @@ where
     let first = group.trees.start;
     let mut any_searching = false;
     for (i, tree) in trees.iter_mut().enumerate() {
-        if !tree.is_searching() && tree.has_finished_search() {
+        // A search started in the callback can end at once (a proven root,
+        // a visit limit already met): report that one too.
+        while tree.has_finished_search() {
             let result = tree.result();
             tree.mark_reported();
             on_done(first + i, tree, result);

@@ -30,7 +30,7 @@ pub use driver::search_many;
 pub use evaluator::{
     EvalError, Evaluations, Evaluator, HISTORY_LEN, LeafRequest, RandomEvaluator, UniformEvaluator, Value,
 };
-pub use params::{DirichletNoise, KldStop, MovesLeftUtility, SearchParams};
+pub use params::{DirichletNoise, KldStop, MAX_PER_ROUND, MovesLeftUtility, SearchParams};
 pub use result::{MoveInfo, Proof, SearchResult, StopReason};
 pub use rng::Rng;
 pub use selfplay::{PlayoutCap, Temperature};

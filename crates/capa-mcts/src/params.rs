@@ -111,6 +111,10 @@ impl Default for KldStop {
     }
 }
 
+/// The most leaves, or collisions, one game may gather per round (a node
+/// can be on a path twice in analysis mode, and in-flight counts are 16-bit).
+pub const MAX_PER_ROUND: u16 = 8_192;
+
 impl SearchParams {
     /// cpuct grown with the parent's visits.
     #[inline]
@@ -144,8 +148,21 @@ impl SearchParams {
         if !(self.contempt.is_finite() && self.contempt.abs() <= 1.0) {
             return bad("contempt", &format!("must be within -1..=1, got {}", self.contempt));
         }
-        if self.parallel_sims == 0 {
-            return bad("parallel_sims", "must be at least 1");
+        // In-flight counters are 16-bit: a round adds at most
+        // parallel_sims + max_collisions to the root's.
+        if !(1..=MAX_PER_ROUND).contains(&self.parallel_sims) {
+            return bad("parallel_sims", &format!("must be within 1..={MAX_PER_ROUND}, got {}", self.parallel_sims));
+        }
+        if !(1..=MAX_PER_ROUND).contains(&self.max_collisions) {
+            return bad("max_collisions", &format!("must be within 1..={MAX_PER_ROUND}, got {}", self.max_collisions));
+        }
+        for (field, value) in [
+            ("moves_left.scaled_factor", self.moves_left.scaled_factor),
+            ("moves_left.quadratic_factor", self.moves_left.quadratic_factor),
+        ] {
+            if !value.is_finite() {
+                return bad(field, &format!("must be a finite number, got {value}"));
+            }
         }
         if let Some(noise) = self.noise {
             if !(noise.alpha.is_finite() && noise.alpha > 0.0) {

@@ -213,7 +213,7 @@ impl<G: Game> SearchResult<G> {
             return Some(best.mv);
         }
         let candidates = || self.moves.iter().filter(|m| m.visits > 0 && !matches!(m.proof, Proof::Loss { .. }));
-        let max = candidates().map(|m| m.visits).max()?;
+        let Some(max) = candidates().map(|m| m.visits).max() else { return Some(best.mv) };
         let weight = |m: &MoveInfo<G>| (m.visits as f64 / f64::from(max)).powf(1.0 / f64::from(temperature));
         let total: f64 = candidates().map(weight).sum();
         let mut pick = rng.uniform() * total;

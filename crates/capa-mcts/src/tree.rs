@@ -47,6 +47,11 @@ enum LeafKind {
     /// A known value (game over, proven, repetition) for the mover of the
     /// path's last node; `proven` when it may change bounds above.
     Known { wl: f32, d: f32, m: f32, proven: bool },
+    /// Analysis mode: the path reached a shared node that repeats a
+    /// position on it. A draw for the path up to the node's parent; the
+    /// node itself carries the in-flight visit (so the batch spreads) but no
+    /// value, since on other paths it is worth what it is worth.
+    RepetitionDraw,
     /// The selection ended on a leaf already being evaluated: only its
     /// in-flight visits are counted, to push later selections elsewhere.
     Collision,
@@ -318,15 +323,14 @@ impl<G: Game> Tree<G> {
             depth += 1;
             let mut child = self.arena.child(node, edge);
             if child == NONE {
-                child = self.new_child(depth);
+                child = self.new_child();
                 self.arena.set_child(node, edge, child);
-            } else if self.table.is_some() && self.repetition_draw(depth) {
-                // A shared node that this path reaches a second time: a draw
-                // here, whatever it is worth on other paths.
-                break LeafKind::Known { wl: 0.0, d: 1.0, m: 1.0, proven: false };
             }
             node = child;
             self.paths.push(node);
+            if self.table.is_some() && self.repetition_draw(depth) {
+                break LeafKind::RepetitionDraw;
+            }
         };
         let path_end = self.paths.len() as u32;
         for &id in &self.paths[path_start as usize..] {
@@ -336,16 +340,16 @@ impl<G: Game> Tree<G> {
         kind
     }
 
-    /// The child node for the position just reached: shared through the
-    /// table in analysis mode, unless this path repeats it.
-    fn new_child(&mut self, depth: usize) -> u32 {
+    /// The node for the position just reached: in analysis mode the one
+    /// node of that position. Whether the position repeats is a property of
+    /// the path, checked by the caller, never stored in a shared node.
+    fn new_child(&mut self) -> u32 {
         let hash = *self.scratch.hashes.last().expect("just pushed");
-        let shareable = self.table.is_some() && !self.repetition_draw(depth);
-        if shareable && let Some(&id) = self.table.as_ref().and_then(|t| t.nodes.get(&hash)) {
+        if let Some(&id) = self.table.as_ref().and_then(|t| t.nodes.get(&hash)) {
             return id;
         }
         let id = self.arena.push(Node::NEW);
-        if shareable && let Some(table) = &mut self.table {
+        if let Some(table) = &mut self.table {
             table.nodes.insert(hash, id);
         }
         id
@@ -383,7 +387,8 @@ impl<G: Game> Tree<G> {
             let in_flight = f32::from(child.in_flight) * p.virtual_loss;
             let visits = child.n as f32;
             let q = if child.is_proven() {
-                f32::from(child.lower)
+                let (wl, d, _) = child.proven_value();
+                wl + draw_score * d
             } else if child.n == 0 {
                 fpu
             } else {
@@ -450,16 +455,9 @@ impl<G: Game> Tree<G> {
             self.requests.push(LeafRequest::default());
         }
         let request = &mut self.requests[self.num_requests];
-        let position = &self.scratch.positions[depth];
-        position.legal_moves(request.moves_mut());
-        let outcome = position.outcome_given(!request.legal_moves().is_empty()).or_else(|| {
-            if depth > 0 && self.repetition_draw(depth) {
-                return Some(Outcome::draw(Termination::ThreefoldRepetition));
-            }
-            let cap = self.history.ply_cap()?;
-            (self.history.moves().len() + depth >= cap as usize).then_some(Outcome::draw(Termination::PlyCap))
-        });
-        if let Some(outcome) = outcome {
+        self.scratch.positions[depth].legal_moves(request.moves_mut());
+        let has_legal_moves = !request.legal_moves().is_empty();
+        if let Some(outcome) = self.game_over_at(depth, has_legal_moves) {
             // Values are for the mover, the other side from the one whose result this is.
             let wl: i8 = match outcome.result {
                 GameResult::Win => -1,
@@ -507,6 +505,11 @@ impl<G: Game> Tree<G> {
             self.remove_virtual_loss(path.clone());
             let (wl, d, m, proven) = match leaf.kind {
                 LeafKind::Collision => continue,
+                LeafKind::RepetitionDraw => {
+                    self.backup(path.start..path.end - 1, 0.0, 1.0, 1.0);
+                    self.progress.playouts += 1;
+                    continue;
+                }
                 LeafKind::Known { wl, d, m, proven } => (wl, d, m, proven),
                 LeafKind::Evaluate(request) => {
                     let leaf_node = self.paths[path.end - 1];
@@ -635,17 +638,21 @@ impl<G: Game> Tree<G> {
             }
             longest = longest.max(plies);
         }
-        let node = &mut self.arena.nodes[id as usize];
         let (lower, upper) = (-best_upper, -best_lower);
-        if (lower, upper) == (node.lower, node.upper) {
+        let plies = if lower != upper {
+            0
+        } else if best_lower == 1 {
+            shortest_win.saturating_add(1)
+        } else {
+            longest.saturating_add(1)
+        };
+        let node = &mut self.arena.nodes[id as usize];
+        if (lower, upper, plies) == (node.lower, node.upper, node.plies) {
             return false;
         }
         node.lower = lower;
         node.upper = upper;
-        if lower == upper {
-            let plies = if best_lower == 1 { shortest_win } else { longest };
-            node.plies = plies.saturating_add(1);
-        }
+        node.plies = plies;
         true
     }
 
@@ -785,9 +792,79 @@ impl<G: Game> Tree<G> {
                 };
             }
             (None, NONE) => self.reset_arena(),
-            (None, child) => self.compact(child),
+            (None, child) => {
+                self.compact(child);
+                self.revalidate_draws();
+            }
         }
         Ok(())
+    }
+
+    /// After tree reuse: a two-fold draw that repeated the old root's
+    /// position no longer counts (the old root is now before the root), so
+    /// every game-over draw below the new root is checked again, those that
+    /// no longer hold go back to unexpanded leaves (their visits kept), and
+    /// proofs are recomputed from the leaves up.
+    fn revalidate_draws(&mut self) {
+        self.scratch.positions.truncate(0);
+        self.scratch.positions.push(self.history.current().clone());
+        self.scratch.hashes.clear();
+        self.scratch.hashes.extend_from_slice(&self.history_hashes);
+        let mut stack = vec![(self.root, 0usize)];
+        while let Some((id, next_edge)) = stack.last_mut() {
+            let (id, edge) = (*id, *next_edge);
+            let node = self.arena.nodes[id as usize];
+            if edge < usize::from(node.num_edges) && node.children != NONE {
+                stack.last_mut().expect("not empty").1 += 1;
+                let child = self.arena.child(id, edge);
+                if child == NONE {
+                    continue;
+                }
+                let position = self.scratch.positions.last().expect("the root is always there");
+                let mut next = position.clone();
+                next.play(position.unpack_move(self.arena.edges(id)[edge].mv));
+                self.scratch.hashes.push(next.hash());
+                self.scratch.positions.push(next);
+                let depth = stack.len();
+                let child_node = self.arena.nodes[child as usize];
+                if child_node.is_terminal() && child_node.lower == 0 {
+                    let has_legal_moves = self.scratch.positions[depth].count_legal_moves() > 0;
+                    if self.game_over_at(depth, has_legal_moves).is_none() {
+                        let node = &mut self.arena.nodes[child as usize];
+                        (node.edges, node.num_edges, node.lower, node.upper, node.plies) = (NONE, 0, -1, 1, 0);
+                    }
+                }
+                if self.arena.nodes[child as usize].is_expanded() && !self.arena.nodes[child as usize].is_terminal() {
+                    stack.push((child, 0));
+                } else {
+                    self.scratch.positions.pop();
+                    self.scratch.hashes.pop();
+                }
+            } else {
+                if node.is_expanded() && !node.is_terminal() {
+                    let node = &mut self.arena.nodes[id as usize];
+                    (node.lower, node.upper, node.plies) = (-1, 1, 0);
+                    self.update_bounds(id);
+                }
+                stack.pop();
+                if !stack.is_empty() {
+                    self.scratch.positions.pop();
+                    self.scratch.hashes.pop();
+                }
+            }
+        }
+    }
+
+    /// How the game ends at `depth` on the current path, if it does there:
+    /// the position's own rules, then repetition, then the ply cap.
+    fn game_over_at(&self, depth: usize, has_legal_moves: bool) -> Option<Outcome> {
+        self.scratch.positions[depth].outcome_given(has_legal_moves).or_else(|| {
+            if depth > 0 && self.repetition_draw(depth) {
+                return Some(Outcome::draw(Termination::ThreefoldRepetition));
+            }
+            let cap = self.history.ply_cap()?;
+            (self.history.moves().len() + depth >= cap as usize).then_some(Outcome::draw(Termination::PlyCap))
+        })
     }
 
     /// Moves the root to the end of `history`: through [`Tree::advance`]
@@ -948,5 +1025,49 @@ mod tests {
         assert_eq!(tree.draw_score(0), -0.25, "the root side chooses at even depths");
         assert_eq!(tree.draw_score(1), 0.25);
         assert_eq!(tree.draw_score(4), -0.25);
+    }
+
+    /// The node reached from the root by `moves` (UCI), if the tree has it.
+    fn node_at(tree: &Tree<Chess>, moves: &[&str]) -> u32 {
+        let mut position = tree.history.current().clone();
+        let mut id = tree.root;
+        for uci in moves {
+            let m = position.parse_uci(uci).unwrap();
+            let edge = tree.arena.edges(id).iter().position(|e| e.mv == Chess::pack_move(m)).unwrap();
+            id = tree.arena.child(id, edge);
+            assert_ne!(id, NONE, "{uci} has no child");
+            position.play(m);
+        }
+        id
+    }
+
+    #[test]
+    fn reuse_drops_two_fold_draws_that_no_longer_hold() {
+        struct Dance;
+        impl Evaluator<Chess> for Dance {
+            fn evaluate(&self, batch: &[LeafRequest<Chess>], out: &mut Evaluations) -> Result<(), crate::EvalError> {
+                for request in batch {
+                    let priors = request.legal_moves().iter().map(|m| {
+                        if ["g1f3", "g8f6", "f3g1", "f6g8"].contains(&m.to_string().as_str()) { 100.0 } else { 1.0 }
+                    });
+                    out.push(priors, crate::Value { wdl: [0.3, 0.4, 0.3], moves_left: 40.0 });
+                }
+                Ok(())
+            }
+        }
+        let mut tree = Tree::new(History::new(Chess::startpos()), SearchParams::default(), 1).unwrap();
+        tree.search(&Dance, Limits::playouts(3_000)).unwrap();
+        let back_home = node_at(&tree, &["g1f3", "g8f6", "f3g1", "f6g8"]);
+        assert!(tree.arena.nodes[back_home as usize].is_terminal(), "the root repeated since the root: a draw");
+        let m = tree.history.current().parse_uci("g1f3").unwrap();
+        tree.advance(m).unwrap();
+        let back_home = node_at(&tree, &["g8f6", "f3g1", "f6g8"]);
+        let node = tree.arena.nodes[back_home as usize];
+        assert!(!node.is_expanded() && !node.is_proven(), "the start position is now before the root");
+        assert!(node.n > 0, "its visits are kept");
+        let result = tree.search(&Dance, Limits::playouts(1_000)).unwrap();
+        assert_eq!(tree.in_flight_total(), 0);
+        assert!(result.playouts > 0);
+        assert!(tree.arena.nodes[back_home as usize].is_expanded(), "searched again as an ordinary position");
     }
 }

@@ -48,3 +48,24 @@ fn grouping_does_not_change_results() {
     };
     assert_eq!(run(1), run(4));
 }
+
+#[test]
+fn a_search_that_ends_as_it_starts_is_reported() {
+    // Mate in 2: once White's first search proves it, every later search
+    // starts on a proven root and ends at once; each must still be reported.
+    let start = capa_rules::chess::Chess::from_fen("k7/8/2K5/8/8/8/8/7R w - - 0 1").unwrap();
+    let mut trees = vec![Tree::new(History::new(start), params(), 1).unwrap()];
+    trees[0].start(Limits::playouts(50_000), true).unwrap();
+    let mut playouts = Vec::new();
+    search_many(&mut trees, &RandomEvaluator, 1, |_, tree, result| {
+        playouts.push(result.playouts);
+        tree.advance(result.best().unwrap().mv).unwrap();
+        if tree.history().outcome().is_none() {
+            tree.start(Limits::playouts(50_000), true).unwrap();
+        }
+    })
+    .unwrap();
+    assert_eq!(trees[0].history().outcome().unwrap().reason, capa_rules::Termination::Checkmate);
+    assert_eq!(playouts.len(), trees[0].history().moves().len(), "one report per move: {playouts:?}");
+    assert!(playouts.contains(&0), "some searches end as they start: {playouts:?}");
+}

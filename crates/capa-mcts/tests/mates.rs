@@ -113,19 +113,34 @@ fn repetition_is_a_draw() {
         assert_eq!(back.proof, Proof::Draw, "two_fold_draws = {two_fold}");
     }
     // The knight dance from the root brings the root back at depth 4: a
-    // draw under the two-fold rule (all its visits say d = 1); without it the
+    // draw under the two-fold rule (its visits say d = 1); without it the
     // line goes on to the third occurrence at depth 8, past network
     // evaluations (d = 0.4) on the way.
     let dance = ["g1f3", "g8f6", "f3g1", "f6g8"];
-    let draw_share = |two_fold| {
+    let draw_share = |two_fold, analysis: bool| {
         let p = SearchParams { two_fold_draws: two_fold, ..params() };
-        let mut tree = tree::<Chess>(&Chess::startpos().fen(), p);
+        let game = History::new(Chess::startpos());
+        let mut tree = if analysis {
+            capa_mcts::Tree::analysis(game, p, 1, 1_000_000).unwrap()
+        } else {
+            capa_mcts::Tree::new(game, p, 1).unwrap()
+        };
         let result = search(&mut tree, &FavourEvaluator(dance.map(String::from).to_vec()), 3_000);
         let first = result.moves.iter().find(|m| m.mv.to_string() == "g1f3").unwrap();
         assert_eq!(first.pv.iter().take(4).map(ToString::to_string).collect::<Vec<_>>(), dance);
         first.d
     };
-    let (with, without) = (draw_share(true), draw_share(false));
+    let (with, without) = (draw_share(true, false), draw_share(false, false));
     assert!(with > 0.9, "two-fold: d = {with}");
     assert!(without < with - 0.1, "no two-fold: d = {without}, two-fold: d = {with}");
+    // Analysis mode shares the start position's node, so the dance leads back
+    // into it: a path-only draw at the repetition, never stored in the node.
+    let shared = draw_share(true, true);
+    assert!(shared > 0.85, "analysis, two-fold: d = {shared}");
+
+    // Every move loses: a temperature still plays one.
+    let mut lost = tree::<Chess>("k7/8/1K6/8/8/8/8/7R b - - 0 1", params());
+    let result = search(&mut lost, &UniformEvaluator, 1_000);
+    assert!(result.moves.iter().all(|m| matches!(m.proof, Proof::Loss { .. })));
+    assert_eq!(result.choose(1.0, &mut capa_mcts::Rng::new(1)), Some(result.best().unwrap().mv));
 }

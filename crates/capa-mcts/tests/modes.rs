@@ -107,7 +107,8 @@ fn analysis_mode_merges_transpositions() {
     // Above the node limit only what the root reaches is kept.
     let mut small = Tree::analysis(History::new(start.clone()), params(), 1, 2_000).unwrap();
     search(&mut small, &UniformEvaluator, 5_000);
-    small.set_history(line(&["e3d3"])).unwrap();
+    // After a pawn move no position with the pawn behind is reachable.
+    small.set_history(line(&["h2h3"])).unwrap();
     let before = small.node_count();
     let visits = small.root_visits();
     search(&mut small, &UniformEvaluator, 10);
