@@ -683,8 +683,9 @@ impl<G: Game> Tree<G> {
         }
     }
 
-    /// KL divergence (nats per new visit) of the root's visit distribution
-    /// now from the last snapshot; `None` while a move first gets visits.
+    /// Lc0's KLD gain: the KL divergence of the last snapshot's root visit
+    /// distribution from today's, in nats per new visit; `None` without a
+    /// snapshot to compare with.
     fn kld_gain(&self) -> Option<f64> {
         let visits = self.root_child_visits();
         let old_total: u32 = self.progress.kld_visits.iter().sum();
@@ -694,15 +695,12 @@ impl<G: Game> Tree<G> {
         }
         let mut kld = 0.0;
         for (&new, &old) in visits.iter().zip(&self.progress.kld_visits) {
-            if new == 0 {
-                continue;
+            if old > 0 {
+                // Visits only grow, so new > 0 here.
+                let p = f64::from(old) / f64::from(old_total);
+                let q = f64::from(new) / f64::from(new_total);
+                kld += p * (p / q).ln();
             }
-            if old == 0 {
-                return None;
-            }
-            let p = f64::from(new) / f64::from(new_total);
-            let q = f64::from(old) / f64::from(old_total);
-            kld += p * (p / q).ln();
         }
         Some(kld / f64::from(new_total - old_total))
     }

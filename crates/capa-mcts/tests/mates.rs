@@ -144,3 +144,15 @@ fn repetition_is_a_draw() {
     assert!(result.moves.iter().all(|m| matches!(m.proof, Proof::Loss { .. })));
     assert_eq!(result.choose(1.0, &mut capa_mcts::Rng::new(1)), Some(result.best().unwrap().mv));
 }
+
+#[test]
+fn material_wins_a_hanging_piece() {
+    // A rook takes an undefended queen (chess) or chancellor (Capablanca).
+    let cases = [("4k3/8/8/3q4/8/8/8/3RK3 w - - 0 1", "d1d5"), ("4k5/10/10/4r5/10/10/10/4C1K3 b - - 0 1", "e5e1")];
+    let chess = search(&mut tree::<Chess>(cases[0].0, params()), &MaterialEvaluator, 3_000);
+    assert_eq!(chess.best().unwrap().mv.to_string(), cases[0].1);
+    // A rook against nothing: tanh(5 / 10) = 0.46.
+    assert!(chess.best().unwrap().q > 0.4, "a rook up: q = {}", chess.best().unwrap().q);
+    let capablanca = search(&mut tree::<Capablanca>(cases[1].0, params()), &MaterialEvaluator, 3_000);
+    assert_eq!(capablanca.best().unwrap().mv.to_string(), cases[1].1);
+}
