@@ -17,8 +17,6 @@ pub enum StopReason {
     KldGain,
     /// The root's value is proven: more search cannot change it.
     Proven,
-    /// Stopped from outside ([`Tree::stop`]).
-    Stopped,
 }
 
 /// What is proven about a move, for the side to move at the root.

@@ -252,12 +252,6 @@ impl<G: Game> Tree<G> {
         self.progress.unreported = false;
     }
 
-    /// Ends the search now; [`Tree::result`] reports what it found.
-    pub fn stop(&mut self) {
-        self.progress.searching = false;
-        self.progress.stop = StopReason::Stopped;
-    }
-
     /// Selects this round's leaves. Leaves needing the network are left in
     /// `requests[..num_requests]`.
     pub(crate) fn gather(&mut self) {

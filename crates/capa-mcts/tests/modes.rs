@@ -192,3 +192,45 @@ fn temperature_draws_moves_by_visits() {
     let shares: f32 = result.visit_distribution().map(|(_, p)| p).sum();
     assert!((shares - 1.0).abs() < 1e-5);
 }
+
+/// Priors that are not numbers, or negative: the search falls back to
+/// uniform priors rather than steering by garbage.
+struct NanPriors;
+
+impl<G: Game> Evaluator<G> for NanPriors {
+    fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
+        for request in batch {
+            let n = request.legal_moves().len();
+            let priors = (0..n).map(|i| if i % 2 == 0 { f32::NAN } else { -1.0 });
+            out.push(priors, capa_mcts::Value { wdl: [0.2, 0.5, 0.3], moves_left: f32::INFINITY });
+        }
+        Ok(())
+    }
+}
+
+/// A WDL that is not a distribution.
+struct NanValue;
+
+impl<G: Game> Evaluator<G> for NanValue {
+    fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
+        for request in batch {
+            let priors = std::iter::repeat_n(1.0, request.legal_moves().len());
+            out.push(priors, capa_mcts::Value { wdl: [f32::NAN, 0.5, 0.5], moves_left: 10.0 });
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn garbage_priors_fall_back_to_uniform_and_garbage_values_are_errors() {
+    let mut garbage = tree::<Capablanca>(&Capablanca::startpos().fen(), params());
+    let result = search(&mut garbage, &NanPriors, 500);
+    let uniform = 1.0 / result.moves.len() as f32;
+    assert!(result.moves.iter().all(|m| (m.prior - uniform).abs() < 1e-3), "uniform priors");
+    assert!(result.q.is_finite() && result.m.is_finite(), "q {} m {}", result.q, result.m);
+
+    let err = tree::<Capablanca>(&Capablanca::startpos().fen(), params())
+        .search(&NanValue, Limits::playouts(100))
+        .unwrap_err();
+    assert!(err.to_string().contains("WDL [NaN, 0.5, 0.5] is not a distribution"), "{err}");
+}
