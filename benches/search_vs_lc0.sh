@@ -7,6 +7,12 @@
 #   LC0=/path/to/lc0 benches/search_vs_lc0.sh     # and Lc0 side by side, with ratios
 #   RUNS=5 NODES=200000 (defaults)
 #
+# Building Lc0 (LeelaChessZero/lc0; measured at commit 909a408, v0.33.0-dev):
+#   python3 -m venv venv && venv/bin/pip install meson ninja
+#   apt-get install -y libabsl-dev zlib1g-dev pkg-config
+#   PATH=$PWD/venv/bin:$PATH meson setup build/release --buildtype=release -Dbuild_backends=false -Dgtest=false
+#   ninja -C build/release            # about 10 minutes on one core; the binary is build/release/lc0
+#
 # Lc0 runs `--backend=random --weights=` with TaskWorkers 0 (without it Lc0
 # is about 20x slower on 2 cores), SmartPruningFactor 0, MinibatchSize 256,
 # `go nodes $NODES`. Both are timed from outside (user + sys CPU seconds of

@@ -178,6 +178,14 @@ impl Arena {
         if block == NONE as usize || i >= self.slots[block] as usize { NONE } else { self.slots[block + 1 + i] }
     }
 
+    /// The child slots of node `id`, edge by edge (fewer than its edges
+    /// while the block has not grown to them; empty before the first child).
+    #[inline]
+    pub fn child_slots(&self, id: u32) -> &[u32] {
+        let block = self.nodes[id as usize].children as usize;
+        if block == NONE as usize { &[] } else { &self.slots[block + 1..][..self.slots[block] as usize] }
+    }
+
     /// Links edge `i` of node `id` to `child`.
     ///
     /// A child block is a capacity followed by that many slots. Children

@@ -357,27 +357,12 @@ impl<G: Game> Tree<G> {
         let p = &self.params;
         let node = &self.arena.nodes[id as usize];
         let edges = self.arena.edges(id);
+        let children = self.arena.child_slots(id);
         let draw_score = self.draw_score(depth);
-        let mut visited_policy = 0.0;
-        let mut first_childless = edges.len();
-        for (i, edge) in edges.iter().enumerate() {
-            let child = self.arena.child(id, i);
-            if child == NONE {
-                first_childless = i;
-                break;
-            }
-            if self.arena.nodes[child as usize].n > 0 {
-                visited_policy += edge.prior();
-            }
-        }
         let parent_q = -node.wl + draw_score * node.d;
-        let reduction = if depth == 0 { p.fpu_reduction_root } else { p.fpu_reduction };
-        let fpu = parent_q - reduction * visited_policy.sqrt();
-        let puct = p.cpuct_at(node.n) * (node.n.saturating_sub(1).max(1) as f32).sqrt();
         let parent_m = node.m - 1.0;
-        let mut best = (f32::NEG_INFINITY, 0);
-        for (i, edge) in edges[..first_childless].iter().enumerate() {
-            let child = &self.arena.nodes[self.arena.child(id, i) as usize];
+        let puct = p.cpuct_at(node.n) * (node.n.saturating_sub(1).max(1) as f32).sqrt();
+        let score = |child: &Node, prior: f32, fpu: f32| {
             let in_flight = f32::from(child.in_flight) * p.virtual_loss;
             let visits = child.n as f32;
             let q = if child.is_proven() {
@@ -390,15 +375,49 @@ impl<G: Game> Tree<G> {
             };
             // Each pending visit counts as a loss until its value comes back.
             let q = if in_flight > 0.0 { (q * visits - in_flight) / (visits + in_flight) } else { q };
-            let u = puct * edge.prior() / (1.0 + visits + f32::from(child.in_flight));
-            if q + u > best.0 {
-                best = (q + u, i);
+            q + puct * prior / (1.0 + visits + f32::from(child.in_flight))
+        };
+        // One pass over the children. The first-play urgency depends on the
+        // prior mass visited, known only at the end; the children whose score
+        // needs it (no visit, none pending) are rare and scored after.
+        let mut visited_policy = 0.0;
+        let mut needs_fpu = false;
+        let mut first_childless = children.len().min(edges.len());
+        let mut best = (f32::NEG_INFINITY, 0);
+        for (i, (&child, edge)) in children.iter().zip(edges).enumerate() {
+            if child == NONE {
+                first_childless = i;
+                break;
+            }
+            let child = &self.arena.nodes[child as usize];
+            if child.n > 0 {
+                visited_policy += edge.prior();
+            } else if !child.is_proven() && (child.in_flight == 0 || p.virtual_loss == 0.0) {
+                needs_fpu = true;
+                continue;
+            }
+            let s = score(child, edge.prior(), 0.0);
+            if s > best.0 {
+                best = (s, i);
+            }
+        }
+        let reduction = if depth == 0 { p.fpu_reduction_root } else { p.fpu_reduction };
+        let fpu = parent_q - reduction * visited_policy.sqrt();
+        if needs_fpu {
+            for (i, (&child, edge)) in children[..first_childless].iter().zip(edges).enumerate() {
+                let child = &self.arena.nodes[child as usize];
+                if child.n == 0 && !child.is_proven() && (child.in_flight == 0 || p.virtual_loss == 0.0) {
+                    let s = score(child, edge.prior(), fpu);
+                    if s > best.0 || (s == best.0 && i < best.1) {
+                        best = (s, i);
+                    }
+                }
             }
         }
         if let Some(edge) = edges.get(first_childless) {
-            let score = fpu + puct * edge.prior();
-            if score > best.0 {
-                best = (score, first_childless);
+            let s = fpu + puct * edge.prior();
+            if s > best.0 {
+                best = (s, first_childless);
             }
         }
         best.1
