@@ -630,14 +630,27 @@ impl<G: Game> Tree<G> {
         }
     }
 
-    /// A node's bounds from its children's: the mover's value is minus the
-    /// best the opponent can reach. Returns whether they changed.
+    /// Sets a node's bounds from its children's; returns whether they changed.
     fn update_bounds(&mut self, id: u32) -> bool {
+        let (lower, upper, plies) = self.bounds_from_children(id);
+        let node = &mut self.arena.nodes[id as usize];
+        if (lower, upper, plies) == (node.lower, node.upper, node.plies) {
+            return false;
+        }
+        node.lower = lower;
+        node.upper = upper;
+        node.plies = plies;
+        true
+    }
+
+    /// A node's bounds (lower, upper, plies) as its children make them: the
+    /// mover's value is minus the best the opponent can reach; a win takes
+    /// the shortest way, anything else the longest.
+    fn bounds_from_children(&self, id: u32) -> (i8, i8, u16) {
         let (mut best_lower, mut best_upper) = (-1i8, -1i8);
         let (mut shortest_win, mut longest) = (u16::MAX, 0u16);
         for i in 0..usize::from(self.arena.nodes[id as usize].num_edges) {
-            let child = self.arena.child(id, i);
-            let (lower, upper, plies) = match child {
+            let (lower, upper, plies) = match self.arena.child(id, i) {
                 NONE => (-1, 1, 0),
                 c => {
                     let c = &self.arena.nodes[c as usize];
@@ -659,14 +672,7 @@ impl<G: Game> Tree<G> {
         } else {
             longest.saturating_add(1)
         };
-        let node = &mut self.arena.nodes[id as usize];
-        if (lower, upper, plies) == (node.lower, node.upper, node.plies) {
-            return false;
-        }
-        node.lower = lower;
-        node.upper = upper;
-        node.plies = plies;
-        true
+        (lower, upper, plies)
     }
 
     /// Checks the stop conditions after a round.
@@ -1080,5 +1086,103 @@ mod tests {
         assert_eq!(tree.in_flight_total(), 0);
         assert!(result.playouts > 0);
         assert!(tree.arena.nodes[back_home as usize].is_expanded(), "searched again as an ordinary position");
+    }
+
+    impl<G: Game> Tree<G> {
+        /// The invariants: nothing in flight and the edge order selection
+        /// relies on; in tree mode also every visit accounted for and proofs
+        /// that follow from the children (a shared node's other parents
+        /// learn of its proof only when a search passes through them).
+        fn check_invariants(&self) -> Result<(), String> {
+            for id in 0..self.arena.nodes.len() as u32 {
+                let node = self.arena.nodes[id as usize];
+                if node.in_flight != 0 {
+                    return Err(format!("node {id}: {} visits in flight", node.in_flight));
+                }
+                if !node.is_expanded() || node.is_terminal() {
+                    continue;
+                }
+                let edges = self.arena.edges(id);
+                let children: Vec<u32> = (0..edges.len()).map(|i| self.arena.child(id, i)).collect();
+                let with_child = children.iter().take_while(|&&c| c != NONE).count();
+                if children[with_child..].iter().any(|&c| c != NONE) {
+                    return Err(format!("node {id}: a childless edge before a child"));
+                }
+                if edges[with_child..].windows(2).any(|w| w[0].prior() < w[1].prior()) {
+                    return Err(format!("node {id}: childless edges out of prior order"));
+                }
+                if self.table.is_some() {
+                    continue;
+                }
+                let child_visits: u32 = children[..with_child].iter().map(|&c| self.arena.nodes[c as usize].n).sum();
+                if node.n < 1 + child_visits {
+                    return Err(format!("node {id}: {} visits, its children {child_visits}", node.n));
+                }
+                let stored = (node.lower, node.upper, node.plies);
+                if stored != self.bounds_from_children(id) {
+                    return Err(format!(
+                        "node {id}: bounds {stored:?}, children say {:?}",
+                        self.bounds_from_children(id)
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Random positions, parameters and evaluators; after every search and
+    /// every reuse the invariants hold.
+    #[test]
+    fn invariants_hold_over_random_searches() {
+        use capa_rules::capablanca::Capablanca;
+        fn run<G: Game>(seed: u64) {
+            let mut rng = crate::Rng::new(seed);
+            let mut below = |n: u64| rng.next_u64() % n;
+            let mut game = History::new(G::startpos());
+            let mut moves = MoveList::new();
+            for _ in 0..below(80) {
+                game.current().legal_moves(&mut moves);
+                if moves.is_empty() || game.outcome().is_some() {
+                    break;
+                }
+                let m = moves[below(moves.len() as u64) as usize];
+                game.play(m);
+            }
+            if game.outcome().is_some() {
+                return;
+            }
+            let params = SearchParams {
+                parallel_sims: 1 + below(64) as u16,
+                max_collisions: 1 + below(64) as u16,
+                virtual_loss: below(3) as f32,
+                fpu_reduction: below(100) as f32 / 100.0,
+                contempt: (below(100) as f32 - 50.0) / 100.0,
+                two_fold_draws: below(2) == 0,
+                noise: (below(2) == 0).then(crate::DirichletNoise::default),
+                kld_stop: (below(3) == 0).then(crate::KldStop::default),
+                ..SearchParams::default()
+            };
+            let analysis = below(4) == 0;
+            let context =
+                format!("seed {seed}, {} after {} moves, analysis {analysis}, {params:?}", G::NAME, game.moves().len());
+            let mut tree = if analysis {
+                Tree::analysis(game, params, seed, 1 + below(3000) as usize).unwrap()
+            } else {
+                Tree::new(game, params, seed).unwrap()
+            };
+            for _ in 0..3 {
+                let playouts = 1 + below(1500) as u32;
+                let Ok(result) = tree.search(&crate::RandomEvaluator, Limits::playouts(playouts)) else { break };
+                tree.check_invariants().unwrap_or_else(|e| panic!("{context}: {e}"));
+                let Some(best) = result.best() else { break };
+                tree.advance(best.mv).unwrap();
+                tree.check_invariants().unwrap_or_else(|e| panic!("{context}, after reuse: {e}"));
+            }
+        }
+        let cases = std::env::var("CAPA_SEARCH_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(60);
+        for seed in 0..cases {
+            run::<Chess>(seed);
+            run::<Capablanca>(seed);
+        }
     }
 }
