@@ -111,8 +111,9 @@ impl Default for KldStop {
     }
 }
 
-/// The most leaves, or collisions, one game may gather per round (a node
-/// can be on a path twice in analysis mode, and in-flight counts are 16-bit).
+/// The most leaves, or collisions, one game may gather per round: in-flight
+/// counts are 16-bit, and in analysis mode a node can be on one path up to
+/// three times (3 x 2 x 8192 < 65536).
 pub const MAX_PER_ROUND: u16 = 8_192;
 
 impl SearchParams {
@@ -148,8 +149,8 @@ impl SearchParams {
         if !(self.contempt.is_finite() && self.contempt.abs() <= 1.0) {
             return bad("contempt", &format!("must be within -1..=1, got {}", self.contempt));
         }
-        // In-flight counters are 16-bit: a round adds at most
-        // parallel_sims + max_collisions to the root's.
+        // See MAX_PER_ROUND: a round adds at most three times
+        // parallel_sims + max_collisions to one node's in-flight count.
         if !(1..=MAX_PER_ROUND).contains(&self.parallel_sims) {
             return bad("parallel_sims", &format!("must be within 1..={MAX_PER_ROUND}, got {}", self.parallel_sims));
         }

@@ -78,6 +78,19 @@ struct Scratch<G: Game> {
 struct Transpositions {
     nodes: HashMap<u64, u32>,
     node_limit: usize,
+    /// Positions that stand twice in the game up to the root, sorted:
+    /// reaching one again is a threefold repetition on every path, so its
+    /// shared node may say so.
+    drawn: Vec<u64>,
+}
+
+/// The hashes that occur at least twice in `hashes`, sorted.
+fn repeated_hashes(hashes: &[u64]) -> Vec<u64> {
+    let mut sorted = hashes.to_vec();
+    sorted.sort_unstable();
+    let mut drawn: Vec<u64> = sorted.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+    drawn.dedup();
+    drawn
 }
 
 /// Per-search progress.
@@ -170,7 +183,8 @@ impl<G: Game> Tree<G> {
         let mut tree = Tree::new(history, params, seed)?;
         let mut nodes = HashMap::new();
         nodes.insert(tree.history.current().hash(), tree.root);
-        tree.table = Some(Transpositions { nodes, node_limit });
+        let drawn = repeated_hashes(&tree.history_hashes);
+        tree.table = Some(Transpositions { nodes, node_limit, drawn });
         Ok(tree)
     }
 
@@ -322,7 +336,18 @@ impl<G: Game> Tree<G> {
             }
             node = child;
             self.paths.push(node);
-            if self.table.is_some() && self.repetition_draw(depth) {
+            if let Some(table) = &self.table
+                && self.repetition_draw(depth)
+            {
+                // A position already twice in the game is drawn from every
+                // path: its node can say so (and gets the visit). Any other
+                // repetition is this path's alone.
+                let hash = *self.scratch.hashes.last().expect("just pushed");
+                let shared = &mut self.arena.nodes[node as usize];
+                if node != self.root && shared.in_flight == 0 && table.drawn.binary_search(&hash).is_ok() {
+                    shared.set_terminal(0);
+                    break LeafKind::Known { wl: 0.0, d: 1.0, m: 0.0, proven: true };
+                }
                 break LeafKind::RepetitionDraw;
             }
         };
@@ -555,6 +580,7 @@ impl<G: Game> Tree<G> {
         }
         self.leaves.clear();
         self.progress.searching = false;
+        self.progress.unreported = false;
     }
 
     /// The one place in-flight visits are removed: when a leaf's value comes back.
@@ -588,14 +614,16 @@ impl<G: Game> Tree<G> {
         }
         let sane = |p: f32| if p.is_finite() && p > 0.0 { p } else { 0.0 };
         let total: f32 = priors.iter().copied().map(sane).sum();
-        let scale = if total > 0.0 { total.recip() } else { 0.0 };
+        // Below the smallest normal float the reciprocal overflows: uniform then.
+        let usable = total >= f32::MIN_POSITIVE;
+        let scale = if usable { total.recip() } else { 0.0 };
         let uniform = 1.0 / moves.len() as f32;
         // Sort keys: the complemented compressed prior above the move's
         // index, so that an ascending sort puts the highest prior first and
         // equal priors keep the generator's order.
         sorted.clear();
         sorted.extend(priors.iter().enumerate().map(|(i, &p)| {
-            let p = if total > 0.0 { sane(p) * scale } else { uniform };
+            let p = if usable { sane(p) * scale } else { uniform };
             u32::from(!compress_prior(p)) << 16 | i as u32
         }));
         sorted.sort_unstable();
@@ -648,31 +676,27 @@ impl<G: Game> Tree<G> {
     /// the shortest way, anything else the longest.
     fn bounds_from_children(&self, id: u32) -> (i8, i8, u16) {
         let (mut best_lower, mut best_upper) = (-1i8, -1i8);
-        let (mut shortest_win, mut longest) = (u16::MAX, 0u16);
-        for i in 0..usize::from(self.arena.nodes[id as usize].num_edges) {
-            let (lower, upper, plies) = match self.arena.child(id, i) {
-                NONE => (-1, 1, 0),
-                c => {
-                    let c = &self.arena.nodes[c as usize];
-                    (c.lower, c.upper, c.plies)
-                }
-            };
+        let bounds = |i| match self.arena.child(id, i) {
+            NONE => (-1, 1, 0),
+            c => {
+                let c = &self.arena.nodes[c as usize];
+                (c.lower, c.upper, c.plies)
+            }
+        };
+        let edges = usize::from(self.arena.nodes[id as usize].num_edges);
+        for (lower, upper, _) in (0..edges).map(bounds) {
             best_lower = best_lower.max(lower);
             best_upper = best_upper.max(upper);
-            if lower == 1 {
-                shortest_win = shortest_win.min(plies);
-            }
-            longest = longest.max(plies);
         }
         let (lower, upper) = (-best_upper, -best_lower);
-        let plies = if lower != upper {
-            0
-        } else if best_lower == 1 {
-            shortest_win.saturating_add(1)
-        } else {
-            longest.saturating_add(1)
-        };
-        (lower, upper, plies)
+        if lower != upper {
+            return (lower, upper, 0);
+        }
+        // Proven: the opponent's best result is best_lower. A win takes the
+        // shortest way to it, a draw or a loss the longest.
+        let plies = (0..edges).map(bounds).filter(|&(l, _, _)| l == best_lower).map(|(_, _, plies)| plies);
+        let plies = if best_lower == 1 { plies.min() } else { plies.max() };
+        (lower, upper, plies.unwrap_or(0).saturating_add(1))
     }
 
     /// Checks the stop conditions after a round.
@@ -797,6 +821,9 @@ impl<G: Game> Tree<G> {
         let child = edge.map_or(NONE, |i| self.arena.child(self.root, i));
         self.history.play(m);
         self.history_hashes.push(self.history.current().hash());
+        if let Some(table) = &mut self.table {
+            table.drawn = repeated_hashes(&self.history_hashes);
+        }
         self.root_noised = false;
         self.progress.searching = false;
         let hash = self.history.current().hash();
@@ -905,6 +932,7 @@ impl<G: Game> Tree<G> {
         self.history_hashes = history.positions().iter().map(Game::hash).collect();
         self.history = history;
         self.root_noised = false;
+        self.forget_history_draws();
         self.progress.searching = false;
         let hash = self.history.current().hash();
         match self.table.as_ref().map(|t| t.nodes.get(&hash).copied()) {
@@ -913,6 +941,32 @@ impl<G: Game> Tree<G> {
             None => self.reset_arena(),
         }
         Ok(())
+    }
+
+    /// Analysis mode, on a root from another game: nodes drawn by the old
+    /// game's repetitions become ordinary again, and proofs are dropped (the
+    /// searches to come derive them again).
+    fn forget_history_draws(&mut self) {
+        let Some(table) = &mut self.table else { return };
+        let drawn = repeated_hashes(&self.history_hashes);
+        let stale: Vec<u32> = table
+            .nodes
+            .iter()
+            .filter(|(hash, _)| table.drawn.binary_search(hash).is_ok() && drawn.binary_search(hash).is_err())
+            .map(|(_, &id)| id)
+            .collect();
+        table.drawn = drawn;
+        for id in stale {
+            let node = &mut self.arena.nodes[id as usize];
+            if node.is_terminal() && node.lower == 0 {
+                (node.edges, node.lower, node.upper, node.plies) = (NONE, -1, 1, 0);
+            }
+        }
+        for node in &mut self.arena.nodes {
+            if node.is_expanded() && !node.is_terminal() {
+                (node.lower, node.upper, node.plies) = (-1, 1, 0);
+            }
+        }
     }
 
     fn push_table_node(&mut self, hash: u64) -> u32 {

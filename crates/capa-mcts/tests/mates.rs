@@ -156,3 +156,26 @@ fn material_wins_a_hanging_piece() {
     let capablanca = search(&mut tree::<Capablanca>(cases[1].0, params()), &MaterialEvaluator, 3_000);
     assert_eq!(capablanca.best().unwrap().mv.to_string(), cases[1].1);
 }
+
+#[test]
+fn a_third_occurrence_through_the_game_history_is_a_proven_draw_in_both_modes() {
+    // The start position stands twice (plies 0 and 4); Black's knight
+    // returning to g8 makes the third occurrence on every path.
+    let mut game = History::new(Chess::startpos());
+    for uci in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"] {
+        let m = game.current().parse_uci(uci).unwrap();
+        game.play(m);
+    }
+    for analysis in [false, true] {
+        let mut tree = if analysis {
+            capa_mcts::Tree::analysis(game.clone(), params(), 1, 1_000_000).unwrap()
+        } else {
+            capa_mcts::Tree::new(game.clone(), params(), 1).unwrap()
+        };
+        let result = search(&mut tree, &FavourEvaluator(vec!["f6g8".into()]), 3_000);
+        let back = result.moves.iter().find(|m| m.mv.to_string() == "f6g8").unwrap();
+        assert_eq!(back.proof, Proof::Draw, "analysis {analysis}");
+        assert!(back.visits > 100, "analysis {analysis}: the drawing move gets its visits ({})", back.visits);
+        assert_eq!(back.d, 1.0, "analysis {analysis}");
+    }
+}

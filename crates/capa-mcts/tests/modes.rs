@@ -156,6 +156,11 @@ fn a_bad_evaluator_is_an_error_not_a_corrupt_tree() {
     let err = tree.search(&FailingEvaluator, Limits::playouts(100)).unwrap_err();
     assert_eq!(err.to_string(), "the evaluator failed: device lost");
     assert_eq!(tree.in_flight_total(), 0);
+    // The failed search is over and is not reported later as if it had ended.
+    capa_mcts::search_many(std::slice::from_mut(&mut tree), &UniformEvaluator, 1, |_, _, _| {
+        panic!("no search is under way")
+    })
+    .unwrap();
     // The tree is still usable.
     let result = search(&mut tree, &UniformEvaluator, 100);
     assert_eq!(result.playouts, 100);
@@ -201,7 +206,8 @@ impl<G: Game> Evaluator<G> for NanPriors {
     fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
         for request in batch {
             let n = request.legal_moves().len();
-            let priors = (0..n).map(|i| if i % 2 == 0 { f32::NAN } else { -1.0 });
+            // Not numbers, negative, or so small that their sum has no reciprocal.
+            let priors = (0..n).map(|i| [f32::NAN, -1.0, 1e-45][i % 3]);
             out.push(priors, capa_mcts::Value { wdl: [0.2, 0.5, 0.3], moves_left: f32::INFINITY });
         }
         Ok(())
