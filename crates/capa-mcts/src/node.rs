@@ -214,6 +214,17 @@ impl Arena {
         self.slots[block + 1 + i] = child;
     }
 
+    /// Links the first `children.len()` edges of node `id`, in one block of
+    /// exactly that size (tree compaction).
+    pub fn set_children(&mut self, id: u32, children: &[u32]) {
+        if children.is_empty() {
+            return;
+        }
+        self.nodes[id as usize].children = self.slots.len() as u32;
+        self.slots.push(children.len() as u32);
+        self.slots.extend_from_slice(children);
+    }
+
     /// Gives node `id` its edges (moves packed, priors), highest prior first.
     pub fn expand(&mut self, id: u32, edges: impl ExactSizeIterator<Item = Edge>) {
         let first = self.edges.len() as u32;

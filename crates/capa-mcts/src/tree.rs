@@ -1003,19 +1003,21 @@ impl<G: Game> Tree<G> {
             if !node.is_expanded() || node.is_terminal() {
                 continue;
             }
-            let edges: Vec<Edge> = old.edges(old_id).to_vec();
-            self.arena.expand(new_id, edges.into_iter());
-            for i in 0..usize::from(node.num_edges) {
-                let child = old.child(old_id, i);
-                if child == NONE {
-                    continue;
-                }
-                if remap[child as usize] == NONE {
-                    remap[child as usize] = self.arena.push(old.nodes[child as usize]);
-                    queue.push(child);
-                }
-                self.arena.set_child(new_id, i, remap[child as usize]);
-            }
+            self.arena.expand(new_id, old.edges(old_id).iter().copied());
+            // Children are a prefix of the edges: one block of exactly their number.
+            let children: Vec<u32> = old
+                .child_slots(old_id)
+                .iter()
+                .take_while(|&&child| child != NONE)
+                .map(|&child| {
+                    if remap[child as usize] == NONE {
+                        remap[child as usize] = self.arena.push(old.nodes[child as usize]);
+                        queue.push(child);
+                    }
+                    remap[child as usize]
+                })
+                .collect();
+            self.arena.set_children(new_id, &children);
         }
         self.root = remap[new_root as usize];
         if let Some(table) = &mut self.table {
