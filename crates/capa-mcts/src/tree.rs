@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use capa_rules::{Color, Game, GameResult, History, MoveList, Outcome, Termination};
+use capa_rules::{Game, GameResult, History, MoveList, Outcome, Termination};
 
 use crate::SearchError;
 use crate::evaluator::{Evaluations, HISTORY_LEN, LeafRequest};
@@ -44,9 +44,9 @@ impl Limits {
 enum LeafKind {
     /// Expand the path's last node with request `i`'s evaluation.
     Evaluate(u32),
-    /// A known value (game over, proven, repetition) for the mover of the
-    /// path's last node; `proven` when it may change bounds above.
-    Known { wl: f32, d: f32, m: f32, proven: bool },
+    /// The exact value of a proven node (game over, or solved) for the
+    /// mover of the path's last node; bounds above may change.
+    Known { wl: f32, d: f32, m: f32 },
     /// Analysis mode: the path reached a shared node that repeats a
     /// position on it. A draw for the path up to the node's parent; the
     /// node itself carries the in-flight visit (so the batch spreads) but no
@@ -193,11 +193,6 @@ impl<G: Game> Tree<G> {
         &self.history
     }
 
-    /// The parameters the tree searches with.
-    pub fn params(&self) -> &SearchParams {
-        &self.params
-    }
-
     /// Visits of the root.
     pub fn root_visits(&self) -> u32 {
         self.arena.nodes[self.root as usize].n
@@ -314,7 +309,7 @@ impl<G: Game> Tree<G> {
             let current = self.arena.nodes[node as usize];
             if depth > 0 && current.is_proven() {
                 let (wl, d, m) = current.proven_value();
-                break LeafKind::Known { wl, d, m, proven: true };
+                break LeafKind::Known { wl, d, m };
             }
             if !current.is_expanded() {
                 if current.in_flight > 0 {
@@ -346,7 +341,7 @@ impl<G: Game> Tree<G> {
                 let shared = &mut self.arena.nodes[node as usize];
                 if node != self.root && shared.in_flight == 0 && table.drawn.binary_search(&hash).is_ok() {
                     shared.set_terminal(0);
-                    break LeafKind::Known { wl: 0.0, d: 1.0, m: 0.0, proven: true };
+                    break LeafKind::Known { wl: 0.0, d: 1.0, m: 0.0 };
                 }
                 break LeafKind::RepetitionDraw;
             }
@@ -505,7 +500,7 @@ impl<G: Game> Tree<G> {
             let node = &mut self.arena.nodes[id as usize];
             node.set_terminal(wl);
             let (wl, d, m) = node.proven_value();
-            return LeafKind::Known { wl, d, m, proven: true };
+            return LeafKind::Known { wl, d, m };
         }
         self.fill_history(self.num_requests, depth);
         self.num_requests += 1;
@@ -548,7 +543,7 @@ impl<G: Game> Tree<G> {
                     self.progress.playouts += 1;
                     continue;
                 }
-                LeafKind::Known { wl, d, m, proven } => (wl, d, m, proven),
+                LeafKind::Known { wl, d, m } => (wl, d, m, true),
                 LeafKind::Evaluate(request) => {
                     let leaf_node = self.paths[path.end - 1];
                     match self.expand(leaf_node, request as usize, evaluations, offset, &mut sorted) {
@@ -1026,11 +1021,6 @@ impl<G: Game> Tree<G> {
                 *id != NONE
             });
         }
-    }
-
-    /// The side to move at the root.
-    pub fn turn(&self) -> Color {
-        self.history.current().turn()
     }
 }
 
