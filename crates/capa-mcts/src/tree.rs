@@ -93,6 +93,15 @@ fn repeated_hashes(hashes: &[u64]) -> Vec<u64> {
     drawn
 }
 
+/// Indices of the earlier occurrences, latest first, of the position whose
+/// hash is `hashes[index]`: same side to move, and no capture or pawn move
+/// since (within its halfmove clock).
+fn earlier_occurrences(hashes: &[u64], index: usize, halfmove_clock: u32) -> impl Iterator<Item = usize> + '_ {
+    let window = (halfmove_clock as usize).min(index);
+    let hash = hashes[index];
+    (2..=window).step_by(2).map(move |back| index - back).filter(move |&earlier| hashes[earlier] == hash)
+}
+
 /// Per-search progress.
 #[derive(Clone, Debug)]
 struct Progress {
@@ -465,18 +474,14 @@ impl<G: Game> Tree<G> {
     /// rule) a second one since the root.
     fn repetition_draw(&self, depth: usize) -> bool {
         let hashes = &self.scratch.hashes;
-        let last = hashes.len() - 1;
-        let position = &self.scratch.positions[depth];
-        let window = (position.halfmove_clock() as usize).min(last);
+        let clock = self.scratch.positions[depth].halfmove_clock();
         let root_index = self.history_hashes.len() - 1;
         let mut count = 0;
-        for back in (2..=window).step_by(2) {
-            if hashes[last - back] == hashes[last] {
-                if self.params.two_fold_draws && last - back >= root_index {
-                    return true;
-                }
-                count += 1;
+        for earlier in earlier_occurrences(hashes, hashes.len() - 1, clock) {
+            if self.params.two_fold_draws && earlier >= root_index {
+                return true;
             }
+            count += 1;
         }
         count >= 2
     }
@@ -514,12 +519,9 @@ impl<G: Game> Tree<G> {
         let total = before_root + depth + 1;
         let request = &mut self.requests[request];
         request.clear();
-        for index in total.saturating_sub(HISTORY_LEN)..total {
-            let position =
-                if index < before_root { &game[index] } else { &self.scratch.positions[index - before_root] };
-            let hashes = &self.scratch.hashes[..=index];
-            let window = (position.halfmove_clock() as usize).min(index);
-            let repeated = (2..=window).step_by(2).any(|back| hashes[index - back] == hashes[index]);
+        let positions = game[..before_root].iter().chain(&self.scratch.positions[..=depth]);
+        for (index, position) in positions.enumerate().skip(total.saturating_sub(HISTORY_LEN)) {
+            let repeated = earlier_occurrences(&self.scratch.hashes, index, position.halfmove_clock()).next().is_some();
             request.push_history(position, repeated);
         }
     }
