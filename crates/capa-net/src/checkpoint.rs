@@ -1,0 +1,204 @@
+//! Network files and training checkpoints.
+//!
+//! Both are one safetensors file with the architecture in its metadata:
+//! - a **network file** holds `net.*`: the weights to play with;
+//! - a **checkpoint** also holds `ema.*` (when the EMA is on) and the
+//!   optimizer's state, `optimizer.first.*` and `optimizer.second.*`, keyed
+//!   by parameter path, with the step count and optimizer in the metadata.
+//!
+//! Writes are atomic. Loads check every name and shape and list what does
+//! not fit.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+
+use crate::config::NetConfig;
+use crate::model::Net;
+use crate::store::{Stored, Tensors, apply, collect, from_bytes, to_bytes, write_atomically};
+use crate::train::{Moments, OptimizerKind, TrainConfig, Trainer};
+use crate::NetError;
+
+/// The format this code writes; readers refuse others.
+const FORMAT: &str = "capa-net/1";
+const KEY_FORMAT: &str = "capa.format";
+const KEY_CONFIG: &str = "capa.config";
+const KEY_STEP: &str = "capa.step";
+const KEY_OPTIMIZER: &str = "capa.optimizer";
+
+fn metadata(config: &NetConfig) -> HashMap<String, String> {
+    HashMap::from([
+        (KEY_FORMAT.to_string(), FORMAT.to_string()),
+        (KEY_CONFIG.to_string(), serde_json::to_string(config).expect("a config serialises")),
+    ])
+}
+
+/// Reads a file written by [`save_net`] or [`save_checkpoint`]: its tensors,
+/// metadata and architecture.
+fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), NetError> {
+    let bytes = std::fs::read(path).map_err(|source| NetError::Io { path: path.to_path_buf(), source })?;
+    let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), source: Box::new(e) };
+    let (tensors, metadata) = from_bytes(&bytes).map_err(in_file)?;
+    match metadata.get(KEY_FORMAT) {
+        Some(format) if format == FORMAT => {}
+        Some(other) => return Err(in_file(NetError::Format(format!("format `{other}`; this build reads `{FORMAT}`")))),
+        None => return Err(in_file(NetError::Format(format!("no `{KEY_FORMAT}` metadata: not a capa network")))),
+    }
+    let config: NetConfig = metadata
+        .get(KEY_CONFIG)
+        .ok_or_else(|| NetError::Format(format!("no `{KEY_CONFIG}` metadata")))
+        .and_then(|json| serde_json::from_str(json).map_err(|e| NetError::Format(format!("bad `{KEY_CONFIG}`: {e}"))))
+        .map_err(in_file)?;
+    config.validate().map_err(in_file)?;
+    Ok((tensors, metadata, config))
+}
+
+/// Writes `net` as a network file.
+///
+/// # Errors
+/// [`NetError::Io`] when the file cannot be written.
+pub fn save_net<B: Backend>(net: &Net<B>, path: &Path) -> Result<(), NetError> {
+    let mut tensors = Tensors::new();
+    collect(net, "net.", &mut tensors);
+    write_atomically(path, &to_bytes(&tensors, metadata(net.config()))?)
+}
+
+/// Loads a network file (or a checkpoint's `net.*` weights), building the
+/// architecture its metadata names.
+///
+/// # Errors
+/// [`NetError`] naming the file: unreadable, not a capa network, or weights
+/// that do not fit the architecture.
+pub fn load_net<B: Backend>(path: &Path, device: &B::Device) -> Result<Net<B>, NetError> {
+    let (tensors, _, config) = read(path)?;
+    apply(Net::new(&config, device), "net.", &tensors, &path.display().to_string())
+}
+
+/// Loads a network file into `net`'s architecture, failing with the list of
+/// tensors that differ when the file holds another architecture.
+///
+/// # Errors
+/// As [`load_net`], and [`NetError::Mismatch`] when the architectures differ.
+pub fn load_net_into<B: Backend>(net: Net<B>, path: &Path) -> Result<Net<B>, NetError> {
+    let (tensors, _, _) = read(path)?;
+    apply(net, "net.", &tensors, &path.display().to_string())
+}
+
+/// Writes the whole training state of `trainer`.
+///
+/// # Errors
+/// [`NetError::Io`] when the file cannot be written.
+pub fn save_checkpoint<B: AutodiffBackend>(trainer: &Trainer<B>, path: &Path) -> Result<(), NetError> {
+    let mut tensors = Tensors::new();
+    collect(&trainer.model, "net.", &mut tensors);
+    if let Some(ema) = &trainer.ema {
+        collect(ema, "ema.", &mut tensors);
+    }
+    let shapes: HashMap<String, Vec<usize>> = tensors
+        .iter()
+        .filter_map(|(name, stored)| Some((name.strip_prefix("net.")?.to_string(), stored.shape.clone())))
+        .collect();
+    for (name, moments) in &trainer.moments {
+        let shape = shapes.get(name).cloned().unwrap_or_else(|| vec![moments.first.dims()[0]]);
+        let mut store = |group: &str, tensor: &Tensor<B::InnerBackend, 1>| {
+            let values = tensor.to_data().convert::<f32>().into_vec::<f32>().expect("f32");
+            tensors.insert(format!("optimizer.{group}.{name}"), Stored { shape: shape.clone(), values });
+        };
+        store("first", &moments.first);
+        if let Some(second) = &moments.second {
+            store("second", second);
+        }
+    }
+    let mut metadata = metadata(trainer.model.config());
+    metadata.insert(KEY_STEP.to_string(), trainer.step.to_string());
+    let optimizer = serde_json::to_string(&trainer.config.optimizer).expect("serialises");
+    metadata.insert(KEY_OPTIMIZER.to_string(), optimizer);
+    write_atomically(path, &to_bytes(&tensors, metadata)?)
+}
+
+/// Resumes training from a checkpoint written by [`save_checkpoint`], with
+/// `config` for what comes next.
+///
+/// # Errors
+/// [`NetError`] naming the file when it cannot be read, does not fit its
+/// architecture, or holds another optimizer's state than `config` asks for.
+pub fn load_checkpoint<B: AutodiffBackend>(
+    path: &Path,
+    config: TrainConfig,
+    device: &B::Device,
+) -> Result<Trainer<B>, NetError> {
+    let (tensors, metadata, net_config) = read(path)?;
+    let what = path.display().to_string();
+    let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), source: Box::new(e) };
+    let model: Net<B> = apply(Net::new(&net_config, device), "net.", &tensors, &what)?;
+    let mut trainer = Trainer::new(model, config)?;
+    trainer.step = metadata
+        .get(KEY_STEP)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| in_file(NetError::Format(format!("no `{KEY_STEP}` metadata: a network file, not a checkpoint"))))?;
+    if let Some(ema) = trainer.ema.take() {
+        let has_ema = tensors.keys().any(|name| name.starts_with("ema."));
+        // A run that turns the EMA on starts it from the current weights.
+        trainer.ema = Some(if has_ema { apply(ema, "ema.", &tensors, &what)? } else { ema });
+    }
+    let saved: Option<OptimizerKind> = metadata.get(KEY_OPTIMIZER).and_then(|s| serde_json::from_str(s).ok());
+    let has_state = tensors.keys().any(|name| name.starts_with("optimizer."));
+    if has_state && saved != Some(trainer.config.optimizer) {
+        return Err(in_file(NetError::Config(format!(
+            "the checkpoint holds {saved:?} state but the config asks for {:?}: keep the optimizer, \
+             or start a new run from its network file",
+            trainer.config.optimizer
+        ))));
+    }
+    let mut problems = Vec::new();
+    let (mut firsts, mut seconds) = (HashMap::new(), HashMap::new());
+    let params: Tensors = tensors
+        .iter()
+        .filter_map(|(name, stored)| Some((name.strip_prefix("net.")?.to_string(), stored.clone())))
+        .collect();
+    for (name, stored) in tensors.range("optimizer.".to_string()..).take_while(|(n, _)| n.starts_with("optimizer.")) {
+        let Some((group, param)) = name["optimizer.".len()..].split_once('.') else {
+            problems.push(format!("unexpected {name}"));
+            continue;
+        };
+        match params.get(param) {
+            Some(weights) if weights.shape == stored.shape => {}
+            Some(weights) => {
+                problems.push(format!("{name}: the file has {:?}, the parameter is {:?}", stored.shape, weights.shape));
+                continue;
+            }
+            None => {
+                problems.push(format!("unexpected {name}: no such parameter"));
+                continue;
+            }
+        }
+        let tensor = Tensor::<B::InnerBackend, 1>::from_data(
+            TensorData::new(stored.values.clone(), [stored.values.len()]),
+            device,
+        );
+        match group {
+            "first" => {
+                firsts.insert(param.to_string(), tensor);
+            }
+            "second" => {
+                seconds.insert(param.to_string(), tensor);
+            }
+            _ => problems.push(format!("unexpected {name}")),
+        }
+    }
+    let wants_second = trainer.config.optimizer == OptimizerKind::AdamW;
+    for (name, first) in firsts {
+        let second = seconds.remove(&name);
+        if second.is_some() != wants_second {
+            problems.push(format!("optimizer state of {name} is incomplete"));
+        }
+        trainer.moments.insert(name, Moments { first, second });
+    }
+    problems.extend(seconds.keys().map(|name| format!("optimizer state of {name} is incomplete")));
+    if !problems.is_empty() {
+        return Err(NetError::Mismatch { what, problems });
+    }
+    Ok(trainer)
+}

@@ -1,0 +1,187 @@
+//! The architecture, as a plain struct that travels with every checkpoint.
+
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::Game;
+use serde::{Deserialize, Serialize};
+
+use crate::encode::NetGame;
+use crate::NetError;
+
+/// Which game a network plays: fixes its input planes, board and policy width.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GameKind {
+    /// Capablanca chess, 10x8.
+    Capablanca,
+    /// Standard chess.
+    Chess,
+}
+
+impl GameKind {
+    /// Input planes per position.
+    pub fn planes(self) -> usize {
+        match self {
+            GameKind::Capablanca => Capablanca::PLANES,
+            GameKind::Chess => Chess::PLANES,
+        }
+    }
+
+    /// Board height.
+    pub fn ranks(self) -> usize {
+        match self {
+            GameKind::Capablanca => Capablanca::RANKS,
+            GameKind::Chess => Chess::RANKS,
+        }
+    }
+
+    /// Board width.
+    pub fn files(self) -> usize {
+        match self {
+            GameKind::Capablanca => Capablanca::FILES,
+            GameKind::Chess => Chess::FILES,
+        }
+    }
+
+    /// Squares: the transformer's tokens.
+    pub fn squares(self) -> usize {
+        self.ranks() * self.files()
+    }
+
+    /// The policy head's width.
+    pub fn policy_size(self) -> usize {
+        match self {
+            GameKind::Capablanca => Capablanca::policy_size(),
+            GameKind::Chess => Chess::policy_size(),
+        }
+    }
+
+    /// The name used in configs and by UCI (`UCI_Variant`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GameKind::Capablanca => Capablanca::NAME,
+            GameKind::Chess => Chess::NAME,
+        }
+    }
+}
+
+/// Channels of the policy and future-move heads' 1x1 convolution.
+pub const POLICY_CHANNELS: usize = 32;
+/// Channels of the value head's 1x1 convolution.
+pub const VALUE_CHANNELS: usize = 32;
+/// Channels of the moves-left head's 1x1 convolution.
+pub const MOVES_LEFT_CHANNELS: usize = 8;
+/// Hidden width of the value and moves-left heads.
+pub const HEAD_HIDDEN: usize = 128;
+
+/// The network's architecture. Saved in every checkpoint; a checkpoint only
+/// loads into the architecture it was saved from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetConfig {
+    /// The game: input planes, board size and policy width follow from it.
+    pub game: GameKind,
+    /// Channels of the residual tower, and the transformer's model width.
+    pub channels: usize,
+    /// Residual blocks (conv, GroupNorm, Mish, conv, GroupNorm, SE).
+    pub blocks: usize,
+    /// Squeeze-excitation reduction: the SE bottleneck has channels / se_ratio units.
+    #[serde(default = "default_se_ratio")]
+    pub se_ratio: usize,
+    /// GroupNorm groups; must divide `channels`.
+    #[serde(default = "default_groups")]
+    pub groups: usize,
+    /// Transformer blocks after the residual tower (0 for a pure ResNet).
+    pub transformer_blocks: usize,
+    /// Attention heads; must divide `channels`.
+    #[serde(default = "default_heads")]
+    pub heads: usize,
+    /// The transformer's feed-forward width, in multiples of `channels`.
+    #[serde(default = "default_ffn_multiplier")]
+    pub ffn_multiplier: usize,
+    /// Whether the network has the future-move head (used in training only).
+    #[serde(default = "default_future_head")]
+    pub future_head: bool,
+}
+
+fn default_se_ratio() -> usize {
+    4
+}
+fn default_groups() -> usize {
+    8
+}
+fn default_heads() -> usize {
+    4
+}
+fn default_ffn_multiplier() -> usize {
+    2
+}
+fn default_future_head() -> bool {
+    true
+}
+
+impl NetConfig {
+    /// The small configuration: 64 channels, 4 blocks, 1 transformer block.
+    /// Trains and plays on a CPU.
+    pub fn small(game: GameKind) -> NetConfig {
+        NetConfig {
+            game,
+            channels: 64,
+            blocks: 4,
+            se_ratio: default_se_ratio(),
+            groups: default_groups(),
+            transformer_blocks: 1,
+            heads: 4,
+            ffn_multiplier: default_ffn_multiplier(),
+            future_head: true,
+        }
+    }
+
+    /// The typical configuration: 256 channels, 15 blocks, 4 transformer
+    /// blocks with 8 heads. Wants a GPU.
+    pub fn typical(game: GameKind) -> NetConfig {
+        NetConfig { channels: 256, blocks: 15, transformer_blocks: 4, heads: 8, ..NetConfig::small(game) }
+    }
+
+    /// The configuration named `name` (`small` or `typical`).
+    ///
+    /// # Errors
+    /// [`NetError::Config`] for any other name.
+    pub fn preset(name: &str, game: GameKind) -> Result<NetConfig, NetError> {
+        match name {
+            "small" => Ok(NetConfig::small(game)),
+            "typical" => Ok(NetConfig::typical(game)),
+            other => Err(NetError::Config(format!("no preset named `{other}`: use `small` or `typical`"))),
+        }
+    }
+
+    /// Checks that the numbers fit together.
+    ///
+    /// # Errors
+    /// [`NetError::Config`] naming the field and what to change.
+    pub fn validate(&self) -> Result<(), NetError> {
+        let fail = |msg: String| Err(NetError::Config(msg));
+        if !(1..=4096).contains(&self.channels) {
+            return fail(format!("channels = {} must be in 1..=4096", self.channels));
+        }
+        if self.blocks > 256 || self.transformer_blocks > 64 {
+            return fail(format!(
+                "blocks = {} must be at most 256 and transformer_blocks = {} at most 64",
+                self.blocks, self.transformer_blocks
+            ));
+        }
+        if self.groups == 0 || self.channels % self.groups != 0 {
+            return fail(format!("groups = {} must divide channels = {}", self.groups, self.channels));
+        }
+        if self.se_ratio == 0 || self.channels / self.se_ratio == 0 {
+            return fail(format!("se_ratio = {} must be in 1..=channels ({})", self.se_ratio, self.channels));
+        }
+        if self.heads == 0 || self.channels % self.heads != 0 {
+            return fail(format!("heads = {} must divide channels = {}", self.heads, self.channels));
+        }
+        if !(1..=16).contains(&self.ffn_multiplier) {
+            return fail(format!("ffn_multiplier = {} must be in 1..=16", self.ffn_multiplier));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,71 @@
+//! capa's network on burn: a ResNet with squeeze-excitation, transformer
+//! blocks with relative position bias, and policy, WDL, moves-left and
+//! future-move heads; the input encoders, the losses and optimizers,
+//! network files and checkpoints, and the search's [`Evaluator`](capa_mcts::Evaluator).
+//!
+//! Code that runs the network is generic over burn's `Backend`; the
+//! backend is chosen at run time with [`with_backend`].
+
+#![deny(missing_docs)]
+
+mod backend;
+mod checkpoint;
+mod config;
+mod encode;
+mod evaluator;
+mod loss;
+mod model;
+mod store;
+mod train;
+
+use std::path::PathBuf;
+
+pub use backend::{BackendKind, BackendTask, DeviceSpec, with_backend};
+pub use checkpoint::{load_checkpoint, load_net, load_net_into, save_checkpoint, save_net};
+pub use config::{GameKind, NetConfig};
+pub use encode::{NetGame, encode_batch};
+pub use evaluator::NetEvaluator;
+pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
+pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
+pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
+
+/// burn itself, so that users of capa-net name the same version.
+pub use burn;
+
+/// What can go wrong in capa-net.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// A configuration value is out of range or inconsistent.
+    #[error("network configuration: {0}")]
+    Config(String),
+    /// The requested backend or device is unavailable.
+    #[error("{0}")]
+    Backend(String),
+    /// A file is not a capa network or checkpoint.
+    #[error("{0}")]
+    Format(String),
+    /// Weights do not fit the architecture: every difference listed.
+    #[error("{what} does not fit the network:\n  {}", problems.join("\n  "))]
+    Mismatch {
+        /// The file (or other source) of the weights.
+        what: String,
+        /// One line per missing, unexpected or misshapen tensor.
+        problems: Vec<String>,
+    },
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// Something is wrong inside a file.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: Box<NetError>,
+    },
+}

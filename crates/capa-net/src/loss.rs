@@ -1,0 +1,98 @@
+//! The four losses and their weights.
+
+use burn::prelude::*;
+use burn::tensor::activation::log_softmax;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{MOVES_LEFT_SCALE, NetOutput};
+
+/// Logit given to illegal moves before the softmax: far below any real
+/// logit, yet finite so that `0 x log p` stays 0 (and within f16's range).
+const ILLEGAL_LOGIT: f32 = -1.0e4;
+
+/// The moves-left Huber loss is quadratic within this distance (in
+/// [`MOVES_LEFT_SCALE`] units) and linear beyond.
+const HUBER_DELTA: f32 = 0.5;
+
+/// How much each head's loss counts in the total.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LossWeights {
+    /// Policy cross-entropy.
+    pub policy: f32,
+    /// WDL cross-entropy.
+    pub wdl: f32,
+    /// Moves-left Huber loss.
+    pub moves_left: f32,
+    /// Future-move cross-entropy (0 switches the head's training off).
+    pub future: f32,
+}
+
+impl Default for LossWeights {
+    fn default() -> LossWeights {
+        LossWeights { policy: 1.0, wdl: 1.0, moves_left: 0.1, future: 0.15 }
+    }
+}
+
+/// Training targets for a batch, on the device.
+#[derive(Clone, Debug)]
+pub struct Targets<B: Backend> {
+    /// Search visit distribution over the policy map, `[batch, policy_size]`,
+    /// zero off the legal moves.
+    pub policy: Tensor<B, 2>,
+    /// Which policy entries are legal moves, `[batch, policy_size]`.
+    pub legal: Tensor<B, 2, Bool>,
+    /// Game result (or a mix with the search's value) as win/draw/loss
+    /// probabilities for the side to move, `[batch, 3]`.
+    pub wdl: Tensor<B, 2>,
+    /// Plies left in the game, `[batch, 1]`.
+    pub moves_left: Tensor<B, 2>,
+    /// One-hot future move, `[batch, policy_size]`; rows of zeros where the
+    /// game ended before it (they add nothing to the loss).
+    pub future: Tensor<B, 2>,
+}
+
+/// Each head's loss and the weighted total (scalars on the device).
+#[derive(Clone, Debug)]
+pub struct Losses<B: Backend> {
+    /// Weighted sum: what training minimises.
+    pub total: Tensor<B, 1>,
+    /// Policy cross-entropy.
+    pub policy: Tensor<B, 1>,
+    /// WDL cross-entropy.
+    pub wdl: Tensor<B, 1>,
+    /// Moves-left Huber loss.
+    pub moves_left: Tensor<B, 1>,
+    /// Future-move cross-entropy (zero without the head).
+    pub future: Tensor<B, 1>,
+}
+
+/// Cross-entropy of `logits` against soft `targets`, averaged over the batch.
+pub fn soft_cross_entropy<B: Backend>(logits: Tensor<B, 2>, targets: Tensor<B, 2>) -> Tensor<B, 1> {
+    let batch = logits.dims()[0];
+    (log_softmax(logits, 1) * targets).sum().neg().div_scalar(batch as f32)
+}
+
+/// The losses of `output` against `targets`.
+pub fn losses<B: Backend>(output: NetOutput<B>, targets: Targets<B>, weights: &LossWeights) -> Losses<B> {
+    let illegal = targets.legal.bool_not();
+    let policy = soft_cross_entropy(output.policy.mask_fill(illegal, ILLEGAL_LOGIT), targets.policy);
+    let wdl = soft_cross_entropy(output.wdl, targets.wdl);
+    let moves_left = huber(output.moves_left, targets.moves_left.div_scalar(MOVES_LEFT_SCALE));
+    let future = match output.future {
+        Some(logits) => soft_cross_entropy(logits, targets.future),
+        None => policy.zeros_like(),
+    };
+    let total = policy.clone().mul_scalar(weights.policy)
+        + wdl.clone().mul_scalar(weights.wdl)
+        + moves_left.clone().mul_scalar(weights.moves_left)
+        + future.clone().mul_scalar(weights.future);
+    Losses { total, policy, wdl, moves_left, future }
+}
+
+fn huber<B: Backend>(prediction: Tensor<B, 2>, target: Tensor<B, 2>) -> Tensor<B, 1> {
+    let error = (prediction - target).abs();
+    let quadratic = error.clone().clamp_max(HUBER_DELTA);
+    let linear = error - quadratic.clone();
+    (quadratic.powi_scalar(2).mul_scalar(0.5) + linear.mul_scalar(HUBER_DELTA)).mean()
+}

@@ -1,0 +1,286 @@
+//! The network: a residual tower with squeeze-excitation, transformer blocks
+//! with relative position bias over the squares, and four heads.
+//!
+//! ```text
+//! planes -> conv3x3 -> GN -> Mish -> [ResBlock] x blocks
+//!        -> one token per square -> [TransformerBlock] x transformer_blocks
+//!        -> policy | WDL | moves-left | future move
+//! ```
+
+use burn::module::Param;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{GroupNorm, GroupNormConfig, Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::prelude::*;
+use burn::tensor::activation::{mish, sigmoid, softmax, softplus};
+
+use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
+
+/// Output layers start this small, so a fresh network gives near-uniform
+/// priors and a near-flat WDL.
+const OUTPUT_GAIN: f64 = 0.01;
+
+/// The moves-left head predicts plies in these units (keeps its output and
+/// loss near 1).
+pub const MOVES_LEFT_SCALE: f32 = 20.0;
+
+fn conv3x3<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv2d<B> {
+    Conv2dConfig::new([inputs, outputs], [3, 3])
+        .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+        .with_bias(false)
+        .init(device)
+}
+
+fn conv1x1<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv2d<B> {
+    Conv2dConfig::new([inputs, outputs], [1, 1]).init(device)
+}
+
+fn output_layer<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Linear<B> {
+    LinearConfig::new(inputs, outputs).with_initializer(Initializer::XavierUniform { gain: OUTPUT_GAIN }).init(device)
+}
+
+/// Squeeze-excitation: pools each channel over the board and turns the pool
+/// into a per-channel scale (through a sigmoid) and bias.
+#[derive(Module, Debug)]
+pub struct SqueezeExcitation<B: Backend> {
+    squeeze: Linear<B>,
+    excite: Linear<B>,
+}
+
+impl<B: Backend> SqueezeExcitation<B> {
+    fn new(channels: usize, ratio: usize, device: &B::Device) -> Self {
+        SqueezeExcitation {
+            squeeze: LinearConfig::new(channels, channels / ratio).init(device),
+            excite: LinearConfig::new(channels / ratio, 2 * channels).init(device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let [batch, channels, _, _] = x.dims();
+        let pooled = x.clone().mean_dim(3).mean_dim(2).reshape([batch, channels]);
+        let excitation = self.excite.forward(mish(self.squeeze.forward(pooled)));
+        let scale = sigmoid(excitation.clone().narrow(1, 0, channels)).reshape([batch, channels, 1, 1]);
+        let bias = excitation.narrow(1, channels, channels).reshape([batch, channels, 1, 1]);
+        x * scale + bias
+    }
+}
+
+/// conv -> GN -> Mish -> conv -> GN -> SE -> + input -> Mish.
+#[derive(Module, Debug)]
+pub struct ResBlock<B: Backend> {
+    conv1: Conv2d<B>,
+    norm1: GroupNorm<B>,
+    conv2: Conv2d<B>,
+    norm2: GroupNorm<B>,
+    se: SqueezeExcitation<B>,
+}
+
+impl<B: Backend> ResBlock<B> {
+    fn new(config: &NetConfig, device: &B::Device) -> Self {
+        let channels = config.channels;
+        ResBlock {
+            conv1: conv3x3(channels, channels, device),
+            norm1: GroupNormConfig::new(config.groups, channels).init(device),
+            conv2: conv3x3(channels, channels, device),
+            norm2: GroupNormConfig::new(config.groups, channels).init(device),
+            se: SqueezeExcitation::new(channels, config.se_ratio, device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let h = mish(self.norm1.forward(self.conv1.forward(x.clone())));
+        let h = self.se.forward(self.norm2.forward(self.conv2.forward(h)));
+        mish(h + x)
+    }
+}
+
+/// Pre-LayerNorm multi-head attention with a learned bias per head for each
+/// (rank difference, file difference) between two squares, then a pre-LayerNorm
+/// Mish feed-forward.
+#[derive(Module, Debug)]
+pub struct TransformerBlock<B: Backend> {
+    attention_norm: LayerNorm<B>,
+    query: Linear<B>,
+    key: Linear<B>,
+    value: Linear<B>,
+    out: Linear<B>,
+    /// `[heads, (2 ranks - 1) x (2 files - 1)]`, indexed by [`relative_positions`].
+    position_bias: Param<Tensor<B, 2>>,
+    ffn_norm: LayerNorm<B>,
+    ffn_in: Linear<B>,
+    ffn_out: Linear<B>,
+    heads: usize,
+}
+
+impl<B: Backend> TransformerBlock<B> {
+    fn new(config: &NetConfig, device: &B::Device) -> Self {
+        let width = config.channels;
+        let offsets = (2 * config.game.ranks() - 1) * (2 * config.game.files() - 1);
+        TransformerBlock {
+            attention_norm: LayerNormConfig::new(width).init(device),
+            query: LinearConfig::new(width, width).init(device),
+            key: LinearConfig::new(width, width).init(device),
+            value: LinearConfig::new(width, width).init(device),
+            out: LinearConfig::new(width, width).init(device),
+            position_bias: Param::from_tensor(Tensor::zeros([config.heads, offsets], device)),
+            ffn_norm: LayerNormConfig::new(width).init(device),
+            ffn_in: LinearConfig::new(width, width * config.ffn_multiplier).init(device),
+            ffn_out: LinearConfig::new(width * config.ffn_multiplier, width).init(device),
+            heads: config.heads,
+        }
+    }
+
+    /// `x`: `[batch, squares, width]`; `positions`: [`relative_positions`].
+    fn forward(&self, x: Tensor<B, 3>, positions: Tensor<B, 1, Int>) -> Tensor<B, 3> {
+        let [batch, squares, width] = x.dims();
+        let (heads, head_width) = (self.heads, width / self.heads);
+        let h = self.attention_norm.forward(x.clone());
+        let split = |y: Tensor<B, 3>| y.reshape([batch, squares, heads, head_width]).swap_dims(1, 2);
+        let query = split(self.query.forward(h.clone()));
+        let key = split(self.key.forward(h.clone()));
+        let value = split(self.value.forward(h));
+        let bias = self.position_bias.val().select(1, positions).reshape([1, heads, squares, squares]);
+        let logits = query.matmul(key.swap_dims(2, 3)).mul_scalar(1.0 / (head_width as f64).sqrt()) + bias;
+        let context = softmax(logits, 3).matmul(value).swap_dims(1, 2).reshape([batch, squares, width]);
+        let x = x + self.out.forward(context);
+        let h = self.ffn_norm.forward(x.clone());
+        x + self.ffn_out.forward(mish(self.ffn_in.forward(h)))
+    }
+}
+
+/// For each (query square, key square), the index of their offset in a
+/// transformer block's position-bias table: `(dr + ranks - 1) * (2 files - 1) + df + files - 1`.
+pub fn relative_positions<B: Backend>(ranks: usize, files: usize, device: &B::Device) -> Tensor<B, 1, Int> {
+    let squares = ranks * files;
+    let mut indices = Vec::with_capacity(squares * squares);
+    for query in 0..squares {
+        for key in 0..squares {
+            let rank_delta = query / files + ranks - 1 - key / files;
+            let file_delta = query % files + files - 1 - key % files;
+            indices.push((rank_delta * (2 * files - 1) + file_delta) as i64);
+        }
+    }
+    Tensor::from_data(TensorData::new(indices, [squares * squares]), device)
+}
+
+/// 1x1 conv -> Mish -> flatten -> linear (policy and future move).
+#[derive(Module, Debug)]
+pub struct PolicyHead<B: Backend> {
+    conv: Conv2d<B>,
+    out: Linear<B>,
+}
+
+impl<B: Backend> PolicyHead<B> {
+    fn new(config: &NetConfig, device: &B::Device) -> Self {
+        PolicyHead {
+            conv: conv1x1(config.channels, POLICY_CHANNELS, device),
+            out: output_layer(POLICY_CHANNELS * config.game.squares(), config.game.policy_size(), device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
+        self.out.forward(mish(self.conv.forward(x)).flatten(1, 3))
+    }
+}
+
+/// 1x1 conv -> Mish -> flatten -> linear -> Mish -> linear (WDL and moves left).
+#[derive(Module, Debug)]
+pub struct ScalarHead<B: Backend> {
+    conv: Conv2d<B>,
+    hidden: Linear<B>,
+    out: Linear<B>,
+}
+
+impl<B: Backend> ScalarHead<B> {
+    fn new(config: &NetConfig, channels: usize, outputs: usize, device: &B::Device) -> Self {
+        ScalarHead {
+            conv: conv1x1(config.channels, channels, device),
+            hidden: LinearConfig::new(channels * config.game.squares(), HEAD_HIDDEN).init(device),
+            out: output_layer(HEAD_HIDDEN, outputs, device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
+        let h = mish(self.conv.forward(x)).flatten(1, 3);
+        self.out.forward(mish(self.hidden.forward(h)))
+    }
+}
+
+/// The whole network. Build it with [`Net::new`] from a [`NetConfig`].
+#[derive(Module, Debug)]
+pub struct Net<B: Backend> {
+    input_conv: Conv2d<B>,
+    input_norm: GroupNorm<B>,
+    blocks: Vec<ResBlock<B>>,
+    transformer: Vec<TransformerBlock<B>>,
+    policy: PolicyHead<B>,
+    wdl: ScalarHead<B>,
+    moves_left: ScalarHead<B>,
+    future: Option<PolicyHead<B>>,
+    #[module(skip)]
+    config: NetConfig,
+}
+
+/// What the network says about a batch of positions.
+#[derive(Debug)]
+pub struct NetOutput<B: Backend> {
+    /// Policy logits over the whole map, `[batch, policy_size]`; mask
+    /// illegal moves before the softmax.
+    pub policy: Tensor<B, 2>,
+    /// Win, draw, loss logits for the side to move, `[batch, 3]`.
+    pub wdl: Tensor<B, 2>,
+    /// Plies left in the game, in units of [`MOVES_LEFT_SCALE`], `[batch, 1]`, non-negative.
+    pub moves_left: Tensor<B, 2>,
+    /// Logits for the side to move's next move after this one, `[batch,
+    /// policy_size]`, when asked for and the network has the head.
+    pub future: Option<Tensor<B, 2>>,
+}
+
+impl<B: Backend> Net<B> {
+    /// A freshly initialised network. The config must have passed
+    /// [`NetConfig::validate`].
+    pub fn new(config: &NetConfig, device: &B::Device) -> Self {
+        let channels = config.channels;
+        Net {
+            input_conv: conv3x3(config.game.planes(), channels, device),
+            input_norm: GroupNormConfig::new(config.groups, channels).init(device),
+            blocks: (0..config.blocks).map(|_| ResBlock::new(config, device)).collect(),
+            transformer: (0..config.transformer_blocks).map(|_| TransformerBlock::new(config, device)).collect(),
+            policy: PolicyHead::new(config, device),
+            wdl: ScalarHead::new(config, VALUE_CHANNELS, 3, device),
+            moves_left: ScalarHead::new(config, MOVES_LEFT_CHANNELS, 1, device),
+            future: config.future_head.then(|| PolicyHead::new(config, device)),
+            config: config.clone(),
+        }
+    }
+
+    /// The architecture this network was built from.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+
+    /// Runs the network on `planes`, `[batch, planes, ranks, files]`;
+    /// `with_future` asks for the future-move head (training).
+    pub fn forward(&self, planes: Tensor<B, 4>, with_future: bool) -> NetOutput<B> {
+        let game = self.config.game;
+        let device = planes.device();
+        let mut x = mish(self.input_norm.forward(self.input_conv.forward(planes)));
+        for block in &self.blocks {
+            x = block.forward(x);
+        }
+        if !self.transformer.is_empty() {
+            let [batch, channels, ranks, files] = x.dims();
+            let positions = relative_positions::<B>(ranks, files, &device);
+            let mut tokens = x.reshape([batch, channels, ranks * files]).swap_dims(1, 2);
+            for block in &self.transformer {
+                tokens = block.forward(tokens, positions.clone());
+            }
+            x = tokens.swap_dims(1, 2).reshape([batch, channels, game.ranks(), game.files()]);
+        }
+        NetOutput {
+            policy: self.policy.forward(x.clone()),
+            wdl: self.wdl.forward(x.clone()),
+            moves_left: softplus(self.moves_left.forward(x.clone()), 1.0),
+            future: if with_future { self.future.as_ref().map(|head| head.forward(x)) } else { None },
+        }
+    }
+}

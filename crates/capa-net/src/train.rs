@@ -1,0 +1,396 @@
+//! Training steps: the optimizers, the learning-rate schedule, global
+//! gradient-norm clipping and the EMA copy of the weights.
+//!
+//! The optimizers are written here rather than taken from burn-optim for two
+//! reasons: their state is keyed by parameter path, so it survives a restart
+//! (burn keys it by random parameter ids, which a reloaded network does not
+//! keep), and the clipping is PyTorch's global norm (burn clips each tensor
+//! on its own).
+
+use std::collections::HashMap;
+
+use burn::module::{AutodiffModule, Module, ModuleMapper, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use serde::{Deserialize, Serialize};
+
+use crate::loss::{LossWeights, Targets, losses};
+use crate::model::Net;
+use crate::NetError;
+
+/// Which optimizer updates the weights.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    /// Adam with decoupled weight decay.
+    AdamW,
+    /// Stochastic gradient descent with momentum (Lc0's choice).
+    Sgd,
+}
+
+/// How the learning rate moves after the warm-up.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScheduleKind {
+    /// Stays at the peak.
+    Constant,
+    /// Multiplied by `step_factor` every `step_every` steps.
+    Step,
+    /// Follows a half cosine from the peak down to `min_learning_rate` at `total_steps`.
+    Cosine,
+}
+
+/// Everything about how the weights are updated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// The optimizer.
+    pub optimizer: OptimizerKind,
+    /// The peak learning rate.
+    pub learning_rate: f64,
+    /// Steps of linear warm-up from 0 to the peak.
+    pub warmup_steps: u64,
+    /// The schedule after the warm-up.
+    pub schedule: ScheduleKind,
+    /// `step` schedule: steps between decays.
+    pub step_every: u64,
+    /// `step` schedule: factor applied at each decay.
+    pub step_factor: f64,
+    /// `cosine` schedule: the step at which the rate reaches its minimum.
+    pub total_steps: u64,
+    /// `cosine` schedule: the final rate.
+    pub min_learning_rate: f64,
+    /// SGD's momentum, AdamW's beta1.
+    pub momentum: f64,
+    /// AdamW's beta2.
+    pub beta2: f64,
+    /// AdamW's epsilon.
+    pub epsilon: f64,
+    /// SGD: Nesterov momentum.
+    pub nesterov: bool,
+    /// Weight decay on weight matrices and kernels (not biases or norms):
+    /// decoupled for AdamW, L2 for SGD.
+    pub weight_decay: f64,
+    /// Rescale the gradient when its global L2 norm exceeds this (0: never).
+    pub grad_clip_norm: f64,
+    /// Decay of the exponential moving average of the weights (0: no EMA).
+    pub ema_decay: f64,
+    /// How much each head's loss counts.
+    pub loss_weights: LossWeights,
+}
+
+impl Default for TrainConfig {
+    fn default() -> TrainConfig {
+        TrainConfig {
+            optimizer: OptimizerKind::AdamW,
+            learning_rate: 1e-3,
+            warmup_steps: 100,
+            schedule: ScheduleKind::Constant,
+            step_every: 10_000,
+            step_factor: 0.1,
+            total_steps: 100_000,
+            min_learning_rate: 1e-5,
+            momentum: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            nesterov: true,
+            weight_decay: 1e-4,
+            grad_clip_norm: 10.0,
+            ema_decay: 0.999,
+            loss_weights: LossWeights::default(),
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Checks ranges.
+    ///
+    /// # Errors
+    /// [`NetError::Config`] naming the field.
+    pub fn validate(&self) -> Result<(), NetError> {
+        let checks: [(&str, f64, bool); 10] = [
+            ("learning_rate", self.learning_rate, self.learning_rate > 0.0 && self.learning_rate <= 10.0),
+            ("step_factor", self.step_factor, self.step_factor > 0.0 && self.step_factor <= 1.0),
+            ("min_learning_rate", self.min_learning_rate, (0.0..=self.learning_rate).contains(&self.min_learning_rate)),
+            ("momentum", self.momentum, (0.0..1.0).contains(&self.momentum)),
+            ("beta2", self.beta2, (0.0..1.0).contains(&self.beta2)),
+            ("epsilon", self.epsilon, self.epsilon > 0.0 && self.epsilon < 1.0),
+            ("weight_decay", self.weight_decay, (0.0..1.0).contains(&self.weight_decay)),
+            ("grad_clip_norm", self.grad_clip_norm, self.grad_clip_norm >= 0.0 && self.grad_clip_norm.is_finite()),
+            ("ema_decay", self.ema_decay, (0.0..1.0).contains(&self.ema_decay)),
+            ("step_every", self.step_every as f64, self.step_every > 0),
+        ];
+        if let Some((name, value, _)) = checks.iter().find(|(_, _, ok)| !ok) {
+            return Err(NetError::Config(format!("{name} = {value} is out of range")));
+        }
+        let w = &self.loss_weights;
+        for (name, value) in [("policy", w.policy), ("wdl", w.wdl), ("moves_left", w.moves_left), ("future", w.future)] {
+            if !(value >= 0.0 && value.is_finite()) {
+                return Err(NetError::Config(format!("loss_weights.{name} = {value} must be finite and non-negative")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The learning rate for step `step` (counted from 0).
+    pub fn learning_rate_at(&self, step: u64) -> f64 {
+        let peak = self.learning_rate;
+        if step < self.warmup_steps {
+            return peak * (step + 1) as f64 / self.warmup_steps as f64;
+        }
+        let since = step - self.warmup_steps;
+        match self.schedule {
+            ScheduleKind::Constant => peak,
+            ScheduleKind::Step => peak * self.step_factor.powi((since / self.step_every).min(i32::MAX as u64) as i32),
+            ScheduleKind::Cosine => {
+                let span = self.total_steps.saturating_sub(self.warmup_steps).max(1);
+                let progress = (since as f64 / span as f64).min(1.0);
+                let min = self.min_learning_rate;
+                min + 0.5 * (peak - min) * (1.0 + (std::f64::consts::PI * progress).cos())
+            }
+        }
+    }
+}
+
+/// An optimizer's state for one parameter, flattened.
+#[derive(Clone, Debug)]
+pub(crate) struct Moments<B: Backend> {
+    /// SGD's velocity, AdamW's first moment.
+    pub first: Tensor<B, 1>,
+    /// AdamW's second moment.
+    pub second: Option<Tensor<B, 1>>,
+}
+
+/// What one training step reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReport {
+    /// Weighted total loss.
+    pub total: f32,
+    /// Policy cross-entropy.
+    pub policy: f32,
+    /// WDL cross-entropy.
+    pub wdl: f32,
+    /// Moves-left Huber loss.
+    pub moves_left: f32,
+    /// Future-move cross-entropy.
+    pub future: f32,
+    /// Global gradient norm before clipping.
+    pub grad_norm: f32,
+    /// The learning rate the step used.
+    pub learning_rate: f64,
+}
+
+/// A network being trained: the weights, the optimizer state, the EMA copy
+/// and the step count.
+pub struct Trainer<B: AutodiffBackend> {
+    pub(crate) model: Net<B>,
+    pub(crate) ema: Option<Net<B::InnerBackend>>,
+    pub(crate) moments: HashMap<String, Moments<B::InnerBackend>>,
+    pub(crate) step: u64,
+    pub(crate) config: TrainConfig,
+}
+
+impl<B: AutodiffBackend> Trainer<B> {
+    /// Starts training `model` from step 0.
+    ///
+    /// # Errors
+    /// [`NetError::Config`] when `config` is out of range.
+    pub fn new(model: Net<B>, config: TrainConfig) -> Result<Trainer<B>, NetError> {
+        config.validate()?;
+        let ema = (config.ema_decay > 0.0).then(|| model.valid());
+        Ok(Trainer { model, ema, moments: HashMap::new(), step: 0, config })
+    }
+
+    /// The network being trained.
+    pub fn model(&self) -> &Net<B> {
+        &self.model
+    }
+
+    /// Steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// The training settings.
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    /// The network to play with: the EMA weights when there are, else the
+    /// trained ones.
+    pub fn inference_net(&self) -> Net<B::InnerBackend> {
+        self.ema.clone().unwrap_or_else(|| self.model.valid())
+    }
+
+    /// One step on a batch: forward, the four losses, backward, clipping,
+    /// the optimizer's update and the EMA's.
+    pub fn step(&mut self, planes: Tensor<B, 4>, targets: Targets<B>) -> StepReport {
+        let weights = self.config.loss_weights.clone();
+        let output = self.model.forward(planes, weights.future > 0.0);
+        let losses = losses(output, targets, &weights);
+        let gradients = GradientsParams::from_grads(losses.total.backward(), &self.model);
+
+        let grad_norm = global_norm::<B, _>(&self.model, &gradients);
+        let clip = self.config.grad_clip_norm;
+        let scale = if clip > 0.0 && grad_norm > clip as f32 { clip / grad_norm as f64 } else { 1.0 };
+        let learning_rate = self.config.learning_rate_at(self.step);
+        self.step += 1;
+
+        let mut update = Update::<B> {
+            path: Vec::new(),
+            gradients,
+            moments: &mut self.moments,
+            config: &self.config,
+            learning_rate,
+            scale,
+            step: self.step,
+            updated: HashMap::new(),
+            keep_updated: self.ema.is_some(),
+        };
+        // A clone shares the tensors: `map` consumes it, not a copy.
+        self.model = self.model.clone().map(&mut update);
+        let updated = update.updated;
+        if let Some(ema) = self.ema.take() {
+            let decay = self.config.ema_decay;
+            self.ema = Some(ema.map(&mut Average { path: Vec::new(), updated, decay }));
+        }
+        let scalar = |t: Tensor<B, 1>| t.into_scalar().elem::<f32>();
+        StepReport {
+            total: scalar(losses.total),
+            policy: scalar(losses.policy),
+            wdl: scalar(losses.wdl),
+            moves_left: scalar(losses.moves_left),
+            future: scalar(losses.future),
+            grad_norm,
+            learning_rate,
+        }
+    }
+}
+
+/// The L2 norm of all gradients together, with one read back from the device.
+fn global_norm<B: AutodiffBackend, M: Module<B>>(model: &M, gradients: &GradientsParams) -> f32 {
+    struct SquaredNorm<'a, B: AutodiffBackend> {
+        gradients: &'a GradientsParams,
+        sum: Option<Tensor<B::InnerBackend, 1>>,
+    }
+    impl<B: AutodiffBackend> ModuleVisitor<B> for SquaredNorm<'_, B> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if let Some(gradient) = self.gradients.get::<B::InnerBackend, D>(param.id) {
+                let squares = gradient.powi_scalar(2).sum();
+                self.sum = Some(match self.sum.take() {
+                    Some(sum) => sum + squares,
+                    None => squares,
+                });
+            }
+        }
+    }
+    let mut visitor = SquaredNorm::<B> { gradients, sum: None };
+    model.visit(&mut visitor);
+    visitor.sum.map_or(0.0, |sum| sum.into_scalar().elem::<f32>().sqrt())
+}
+
+struct Update<'a, B: AutodiffBackend> {
+    path: Vec<String>,
+    gradients: GradientsParams,
+    moments: &'a mut HashMap<String, Moments<B::InnerBackend>>,
+    config: &'a TrainConfig,
+    learning_rate: f64,
+    scale: f64,
+    step: u64,
+    updated: HashMap<String, Tensor<B::InnerBackend, 1>>,
+    keep_updated: bool,
+}
+
+impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
+    fn enter_module(&mut self, name: &str, _: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _: &str, _: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let Some(gradient) = self.gradients.remove::<B::InnerBackend, D>(id) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        let shape = tensor.dims();
+        let elements = shape.iter().product::<usize>();
+        let weight = tensor.inner().reshape([elements]);
+        let mut gradient = gradient.reshape([elements]);
+        if self.scale != 1.0 {
+            gradient = gradient.mul_scalar(self.scale);
+        }
+        let decay = if D >= 2 { self.config.weight_decay } else { 0.0 };
+        let name = self.path.join(".");
+        let c = self.config;
+        let lr = self.learning_rate;
+        let weight = match c.optimizer {
+            OptimizerKind::Sgd => {
+                if decay > 0.0 {
+                    gradient = gradient + weight.clone().mul_scalar(decay);
+                }
+                let velocity = match self.moments.remove(&name) {
+                    Some(m) => m.first.mul_scalar(c.momentum) + gradient.clone(),
+                    None => gradient.clone(),
+                };
+                let direction =
+                    if c.nesterov { gradient + velocity.clone().mul_scalar(c.momentum) } else { velocity.clone() };
+                self.moments.insert(name.clone(), Moments { first: velocity, second: None });
+                weight - direction.mul_scalar(lr)
+            }
+            OptimizerKind::AdamW => {
+                let (first, second) = match self.moments.remove(&name) {
+                    Some(Moments { first, second: Some(second) }) => (
+                        first.mul_scalar(c.momentum) + gradient.clone().mul_scalar(1.0 - c.momentum),
+                        second.mul_scalar(c.beta2) + gradient.powi_scalar(2).mul_scalar(1.0 - c.beta2),
+                    ),
+                    _ => (gradient.clone().mul_scalar(1.0 - c.momentum), gradient.powi_scalar(2).mul_scalar(1.0 - c.beta2)),
+                };
+                let t = self.step.min(i32::MAX as u64) as i32;
+                let first_unbiased = first.clone().div_scalar(1.0 - c.momentum.powi(t));
+                let second_unbiased = second.clone().div_scalar(1.0 - c.beta2.powi(t));
+                let step = first_unbiased / second_unbiased.sqrt().add_scalar(c.epsilon);
+                self.moments.insert(name.clone(), Moments { first, second: Some(second) });
+                let weight = if decay > 0.0 { weight.mul_scalar(1.0 - lr * decay) } else { weight };
+                weight - step.mul_scalar(lr)
+            }
+        };
+        if self.keep_updated {
+            self.updated.insert(name, weight.clone());
+        }
+        let tensor = Tensor::from_inner(weight.reshape(shape)).require_grad();
+        Param::from_mapped_value(id, tensor, mapper)
+    }
+}
+
+/// Moves each EMA weight towards the freshly updated one.
+struct Average<B: Backend> {
+    path: Vec<String>,
+    updated: HashMap<String, Tensor<B, 1>>,
+    decay: f64,
+}
+
+impl<B: Backend> ModuleMapper<B> for Average<B> {
+    fn enter_module(&mut self, name: &str, _: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _: &str, _: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let tensor = match self.updated.remove(&self.path.join(".")) {
+            Some(current) => {
+                let shape = tensor.dims();
+                tensor.mul_scalar(self.decay) + current.reshape(shape).mul_scalar(1.0 - self.decay)
+            }
+            None => tensor,
+        };
+        Param::from_mapped_value(id, tensor, mapper)
+    }
+}

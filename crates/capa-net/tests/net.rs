@@ -1,0 +1,328 @@
+//! The network on the CPU backend: shapes, the flat start, learning,
+//! checkpoints and their failures, the evaluator in a search.
+
+use std::path::PathBuf;
+
+use burn::backend::flex::FlexDevice;
+use burn::backend::{Autodiff, Flex};
+use burn::prelude::*;
+use burn::tensor::activation::softmax;
+use capa_mcts::{Evaluations, Evaluator, LeafRequest, Limits, SearchParams, Tree};
+use capa_net::burn;
+use capa_net::{
+    BackendKind, DeviceSpec, GameKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, OptimizerKind,
+    Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into, save_checkpoint, save_net, with_backend,
+};
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::{Game, MoveList};
+
+type Train = Autodiff<Flex>;
+type Infer = Flex;
+
+/// The real architecture, narrow enough for CI.
+fn tiny(game: GameKind) -> NetConfig {
+    NetConfig { channels: 32, blocks: 2, transformer_blocks: 1, heads: 4, ..NetConfig::small(game) }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capa-net-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Positions from a seeded random game, with their planes.
+fn positions<G: NetGame>(count: usize, seed: u64) -> Vec<G> {
+    let mut out = Vec::new();
+    let mut state = seed;
+    let mut position = G::startpos();
+    let mut moves = MoveList::new();
+    while out.len() < count {
+        position.legal_moves(&mut moves);
+        if moves.is_empty() || position.outcome().is_some() {
+            position = G::startpos();
+            continue;
+        }
+        out.push(position.clone());
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        position.play(moves[(state >> 33) as usize % moves.len()]);
+    }
+    out
+}
+
+fn planes<G: NetGame, B: Backend>(positions: &[G], device: &B::Device) -> Tensor<B, 4> {
+    let mut data = vec![0.0; positions.len() * G::INPUT_LEN];
+    for (position, out) in positions.iter().zip(data.chunks_mut(G::INPUT_LEN)) {
+        G::encode(std::slice::from_ref(position), &[false], out);
+    }
+    Tensor::from_data(TensorData::new(data, [positions.len(), G::PLANES, G::RANKS, G::FILES]), device)
+}
+
+/// Targets that a network can only meet by telling the positions apart:
+/// a pseudo-random legal move and a pseudo-random result for each.
+fn targets<G: NetGame, B: Backend>(positions: &[G], device: &B::Device) -> Targets<B> {
+    let (n, p) = (positions.len(), G::policy_size());
+    let (mut policy, mut legal, mut wdl, mut future) = (vec![0.0; n * p], vec![false; n * p], vec![0.0; n * 3], vec![0.0; n * p]);
+    let mut moves = MoveList::new();
+    for (i, position) in positions.iter().enumerate() {
+        position.legal_moves(&mut moves);
+        for &m in moves.iter() {
+            legal[i * p + position.policy_index(m)] = true;
+        }
+        let chosen = moves[(i * 7 + 3) % moves.len()];
+        policy[i * p + position.policy_index(chosen)] = 1.0;
+        future[i * p + position.policy_index(moves[(i * 5 + 1) % moves.len()])] = 1.0;
+        wdl[i * 3 + i % 3] = 1.0;
+    }
+    let moves_left: Vec<f32> = (0..n).map(|i| 10.0 + i as f32).collect();
+    Targets {
+        policy: Tensor::from_data(TensorData::new(policy, [n, p]), device),
+        legal: Tensor::from_data(TensorData::new(legal, [n, p]), device),
+        wdl: Tensor::from_data(TensorData::new(wdl, [n, 3]), device),
+        moves_left: Tensor::from_data(TensorData::new(moves_left, [n, 1]), device),
+        future: Tensor::from_data(TensorData::new(future, [n, p]), device),
+    }
+}
+
+fn values<const D: usize>(t: Tensor<Infer, D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().into_vec::<f32>().unwrap()
+}
+
+#[test]
+fn output_shapes_for_both_games() {
+    for (game, planes_per_position) in [(GameKind::Capablanca, 139), (GameKind::Chess, 112)] {
+        assert_eq!(game.planes(), planes_per_position);
+        let net = Net::<Infer>::new(&tiny(game), &FlexDevice);
+        let input = Tensor::<Infer, 4>::zeros([3, game.planes(), game.ranks(), game.files()], &FlexDevice);
+        let out = net.forward(input, true);
+        assert_eq!(out.policy.dims(), [3, game.policy_size()]);
+        assert_eq!(out.wdl.dims(), [3, 3]);
+        assert_eq!(out.moves_left.dims(), [3, 1]);
+        assert_eq!(out.future.unwrap().dims(), [3, game.policy_size()]);
+    }
+    assert_eq!(GameKind::Capablanca.policy_size(), 2644);
+    assert_eq!(GameKind::Chess.policy_size(), 1858);
+}
+
+#[test]
+fn a_fresh_network_is_flat() {
+    let config = NetConfig::small(GameKind::Capablanca);
+    let net = Net::<Infer>::new(&config, &FlexDevice);
+    let out = net.forward(planes(&positions::<Capablanca>(8, 1), &FlexDevice), false);
+    let policy = values(softmax(out.policy, 1));
+    let size = GameKind::Capablanca.policy_size();
+    for row in policy.chunks(size) {
+        // max prior x number of entries: 1.0 is exactly uniform.
+        let peak = row.iter().copied().fold(0.0, f32::max) * size as f32;
+        assert!(peak < 1.1, "policy peak {peak} x uniform");
+    }
+    for wdl in values(softmax(out.wdl, 1)).chunks(3) {
+        for p in wdl {
+            assert!((p - 1.0 / 3.0).abs() < 0.01, "wdl {wdl:?}");
+        }
+    }
+}
+
+fn train_config() -> TrainConfig {
+    TrainConfig { learning_rate: 3e-3, warmup_steps: 0, ema_decay: 0.0, ..TrainConfig::default() }
+}
+
+#[test]
+fn one_step_reduces_the_loss_and_200_overfit_32_positions() {
+    let config = tiny(GameKind::Chess);
+    let device = FlexDevice;
+    let batch = positions::<Chess>(32, 7);
+    let input = planes::<Chess, Train>(&batch, &device);
+    let target = targets::<Chess, Train>(&batch, &device);
+    let mut trainer = Trainer::new(Net::<Train>::new(&config, &device), train_config()).unwrap();
+    let first = trainer.step(input.clone(), target.clone());
+    let second = trainer.step(input.clone(), target.clone());
+    assert!(second.total < first.total, "{} then {}", first.total, second.total);
+    let mut last = second;
+    for _ in 2..200 {
+        last = trainer.step(input.clone(), target.clone());
+    }
+    assert!(last.wdl < 0.05, "WDL loss {} after 200 steps", last.wdl);
+    let out = trainer.model().forward(input, false);
+    let chosen = target.policy.argmax(1);
+    let legal_logits = out.policy.mask_fill(target.legal.bool_not(), -1.0e4);
+    let agree = legal_logits.argmax(1).equal(chosen).int().sum().into_scalar().elem::<i64>();
+    assert_eq!(agree, 32, "policy top-1 on the 32 positions");
+}
+
+#[test]
+fn save_and_load_give_identical_outputs() {
+    let config = tiny(GameKind::Capablanca);
+    let net = Net::<Infer>::new(&config, &FlexDevice);
+    let path = scratch("roundtrip.safetensors");
+    save_net(&net, &path).unwrap();
+    let loaded = load_net::<Infer>(&path, &FlexDevice).unwrap();
+    assert_eq!(loaded.config(), &config);
+    let input = planes(&positions::<Capablanca>(4, 3), &FlexDevice);
+    let (a, b) = (net.forward(input.clone(), true), loaded.forward(input, true));
+    assert_eq!(values(a.policy), values(b.policy));
+    assert_eq!(values(a.wdl), values(b.wdl));
+    assert_eq!(values(a.moves_left), values(b.moves_left));
+    assert_eq!(values(a.future.unwrap()), values(b.future.unwrap()));
+}
+
+#[test]
+fn loading_into_another_architecture_lists_the_differences() {
+    let path = scratch("other.safetensors");
+    save_net(&Net::<Infer>::new(&tiny(GameKind::Chess), &FlexDevice), &path).unwrap();
+    let wider = NetConfig { channels: 64, blocks: 3, future_head: false, ..tiny(GameKind::Chess) };
+    let err = load_net_into(Net::<Infer>::new(&wider, &FlexDevice), &path).unwrap_err();
+    let NetError::Mismatch { problems, .. } = &err else { panic!("{err}") };
+    let text = err.to_string();
+    assert!(text.contains("net.input_conv.weight: the file has [32, 112, 3, 3], the network wants [64, 112, 3, 3]"), "{text}");
+    assert!(text.contains("missing net.blocks.2.conv1.weight"), "{text}");
+    assert!(text.contains("unexpected net.future.out.weight"), "{text}");
+    assert!(problems.len() > 10, "{text}");
+}
+
+#[test]
+fn bad_files_are_errors_that_name_the_file() {
+    let missing = scratch("does-not-exist.safetensors");
+    let err = load_net::<Infer>(&missing, &FlexDevice).unwrap_err();
+    assert!(err.to_string().contains("does-not-exist.safetensors"), "{err}");
+
+    let garbage = scratch("garbage.safetensors");
+    std::fs::write(&garbage, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();
+    let err = load_net::<Infer>(&garbage, &FlexDevice).unwrap_err();
+    assert!(err.to_string().contains("garbage.safetensors") && err.to_string().contains("not a safetensors file"), "{err}");
+
+    // A valid network file cut short.
+    let good = scratch("good.safetensors");
+    save_net(&Net::<Infer>::new(&tiny(GameKind::Chess), &FlexDevice), &good).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let truncated = scratch("truncated.safetensors");
+    for cut in [0, 7, 8, 100, bytes.len() / 2, bytes.len() - 1] {
+        std::fs::write(&truncated, &bytes[..cut]).unwrap();
+        let err = load_net::<Infer>(&truncated, &FlexDevice).unwrap_err();
+        assert!(err.to_string().contains("truncated.safetensors"), "cut at {cut}: {err}");
+    }
+
+    // A network file is not a checkpoint.
+    let err = load_checkpoint::<Train>(&good, train_config(), &FlexDevice).err().unwrap();
+    assert!(err.to_string().contains("not a checkpoint"), "{err}");
+}
+
+#[test]
+fn a_resumed_run_continues_exactly() {
+    let config = tiny(GameKind::Chess);
+    let device = FlexDevice;
+    let batch = positions::<Chess>(8, 11);
+    let (input, target) = (planes::<Chess, Train>(&batch, &device), targets::<Chess, Train>(&batch, &device));
+    for optimizer in [OptimizerKind::AdamW, OptimizerKind::Sgd] {
+        let settings = TrainConfig { optimizer, ema_decay: 0.9, warmup_steps: 2, ..train_config() };
+        let mut run = Trainer::new(Net::<Train>::new(&config, &device), settings.clone()).unwrap();
+        for _ in 0..3 {
+            run.step(input.clone(), target.clone());
+        }
+        let path = scratch(&format!("resume-{optimizer:?}.safetensors"));
+        save_checkpoint(&run, &path).unwrap();
+        let mut resumed = load_checkpoint::<Train>(&path, settings.clone(), &device).unwrap();
+        assert_eq!(resumed.steps(), 3);
+        let (a, b) = (run.step(input.clone(), target.clone()), resumed.step(input.clone(), target.clone()));
+        assert_eq!(a, b, "{optimizer:?}: the step after a resume");
+        let probe = planes::<Chess, Infer>(&batch, &device);
+        let (ema_a, ema_b) = (run.inference_net().forward(probe.clone(), false), resumed.inference_net().forward(probe, false));
+        assert_eq!(values(ema_a.policy), values(ema_b.policy), "{optimizer:?}: EMA weights");
+
+        let other = TrainConfig {
+            optimizer: if optimizer == OptimizerKind::Sgd { OptimizerKind::AdamW } else { OptimizerKind::Sgd },
+            ..settings
+        };
+        let err = load_checkpoint::<Train>(&path, other, &device).err().unwrap();
+        assert!(err.to_string().contains("keep the optimizer"), "{err}");
+    }
+}
+
+#[test]
+fn learning_rate_schedules() {
+    use capa_net::ScheduleKind;
+    let base = TrainConfig { learning_rate: 1.0, warmup_steps: 4, ..TrainConfig::default() };
+    assert_eq!(base.learning_rate_at(0), 0.25);
+    assert_eq!(base.learning_rate_at(3), 1.0);
+    assert_eq!(base.learning_rate_at(1000), 1.0);
+    let step = TrainConfig { schedule: ScheduleKind::Step, step_every: 10, step_factor: 0.5, ..base.clone() };
+    assert_eq!(step.learning_rate_at(13), 1.0);
+    assert_eq!(step.learning_rate_at(14), 0.5);
+    assert_eq!(step.learning_rate_at(24), 0.25);
+    let cosine = TrainConfig {
+        schedule: ScheduleKind::Cosine,
+        total_steps: 104,
+        min_learning_rate: 0.0,
+        ..base
+    };
+    assert!((cosine.learning_rate_at(54) - 0.5).abs() < 1e-12);
+    assert_eq!(cosine.learning_rate_at(104), 0.0);
+    assert_eq!(cosine.learning_rate_at(10_000), 0.0);
+}
+
+#[test]
+fn configs_are_validated() {
+    let bad = [
+        NetConfig { channels: 30, ..tiny(GameKind::Chess) },
+        NetConfig { heads: 3, ..tiny(GameKind::Chess) },
+        NetConfig { se_ratio: 0, ..tiny(GameKind::Chess) },
+        NetConfig { channels: 0, ..tiny(GameKind::Chess) },
+    ];
+    for config in bad {
+        assert!(matches!(config.validate(), Err(NetError::Config(_))), "{config:?}");
+    }
+    let err = TrainConfig { learning_rate: -1.0, ..TrainConfig::default() }.validate().unwrap_err();
+    assert!(err.to_string().contains("learning_rate"), "{err}");
+    let loss = LossWeights { future: f32::NAN, ..LossWeights::default() };
+    let err = TrainConfig { loss_weights: loss, ..TrainConfig::default() }.validate().unwrap_err();
+    assert!(err.to_string().contains("loss_weights.future"), "{err}");
+    assert!(NetConfig::preset("huge", GameKind::Chess).is_err());
+    let json = r#"{"game": "chess", "channels": 64, "blocks": 4, "transformer_blocks": 1, "chanels": 3}"#;
+    let err = serde_json::from_str::<NetConfig>(json).unwrap_err();
+    assert!(err.to_string().contains("chanels"), "{err}");
+}
+
+#[test]
+fn backends_not_compiled_in_say_which_feature_to_enable() {
+    struct Nothing;
+    impl capa_net::BackendTask for Nothing {
+        type Output = ();
+        fn run<B: burn::tensor::backend::AutodiffBackend>(self, _: B::Device) {}
+    }
+    for backend in [BackendKind::Wgpu, BackendKind::Cuda] {
+        if !backend.compiled() {
+            let err = with_backend(DeviceSpec { backend, index: 0 }, Nothing).unwrap_err();
+            assert!(err.to_string().contains(&format!("--features {}", backend.feature())), "{err}");
+        }
+    }
+    assert!(with_backend(DeviceSpec { backend: BackendKind::Cpu, index: 1 }, Nothing).is_err());
+    assert!(with_backend(DeviceSpec::CPU, Nothing).is_ok());
+    assert!("tpu".parse::<BackendKind>().is_err());
+}
+
+#[test]
+fn the_evaluator_gives_priors_over_legal_moves_and_drives_a_search() {
+    let path = scratch("evaluator.safetensors");
+    save_net(&Net::<Infer>::new(&tiny(GameKind::Capablanca), &FlexDevice), &path).unwrap();
+    let evaluator = NetEvaluator::<Capablanca>::from_file(&path, DeviceSpec::CPU).unwrap();
+    let requests: Vec<LeafRequest<Capablanca>> =
+        positions::<Capablanca>(5, 5).into_iter().map(LeafRequest::standalone).collect();
+    let mut out = Evaluations::default();
+    evaluator.evaluate(&requests, &mut out).unwrap();
+    assert_eq!(out.len(), 5);
+    for (i, request) in requests.iter().enumerate() {
+        let (priors, value) = out.get(i);
+        assert_eq!(priors.len(), request.legal_moves().len());
+        let sum: f32 = priors.iter().sum();
+        assert!(priors.iter().all(|&p| p > 0.0) && sum > 0.0);
+        assert!((value.wdl.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        assert!(value.moves_left >= 0.0);
+    }
+
+    let mut tree = Tree::new(capa_rules::History::new(Capablanca::startpos()), SearchParams::default(), 1).unwrap();
+    let result = tree.search(&evaluator, Limits::playouts(64)).unwrap();
+    assert!(result.nodes > 1);
+
+    // A network for another game is refused.
+    assert!(NetEvaluator::<Chess>::from_file(&path, DeviceSpec::CPU).is_err());
+}
