@@ -95,3 +95,121 @@ pub fn search<G: Game>(bench: &SearchBench) -> Result<()> {
     );
     Ok(())
 }
+
+/// What `capa bench net` was asked to do.
+pub struct NetBench {
+    /// The architecture.
+    pub config: capa_net::NetConfig,
+    /// The large batch (inference and training); inference also runs at 1 and 32.
+    pub batch: usize,
+    /// Minimum seconds per measurement (at least three calls each).
+    pub seconds: f64,
+}
+
+/// Median wall seconds per call of `work` (after one warm-up call), and CPU
+/// seconds per call.
+fn time_calls(seconds: f64, mut work: impl FnMut()) -> (f64, f64) {
+    work();
+    let (start, cpu_start) = (Instant::now(), cpu_seconds());
+    let mut samples = Vec::new();
+    while samples.len() < 3 || start.elapsed().as_secs_f64() < seconds {
+        let call = Instant::now();
+        work();
+        samples.push(call.elapsed().as_secs_f64());
+    }
+    let cpu = (cpu_seconds() - cpu_start) / samples.len() as f64;
+    samples.sort_by(f64::total_cmp);
+    (samples[samples.len() / 2], cpu)
+}
+
+/// Positions from seeded random games, encoded without history, and training
+/// targets for them (a legal move, a result).
+fn net_inputs<G: capa_net::NetGame>(count: usize) -> (Vec<f32>, Vec<f32>, Vec<bool>) {
+    let (mut planes, mut policy, mut legal) = (Vec::new(), Vec::new(), Vec::new());
+    let mut position = G::startpos();
+    let mut moves = capa_rules::MoveList::new();
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut input = vec![0.0; G::INPUT_LEN];
+    while planes.len() < count * G::INPUT_LEN {
+        position.legal_moves(&mut moves);
+        if moves.is_empty() {
+            position = G::startpos();
+            continue;
+        }
+        G::encode(std::slice::from_ref(&position), &[false], &mut input);
+        planes.extend_from_slice(&input);
+        let (mut target, mut mask) = (vec![0.0; G::policy_size()], vec![false; G::policy_size()]);
+        for &m in moves.iter() {
+            mask[position.policy_index(m)] = true;
+        }
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let chosen = moves[(state % moves.len() as u64) as usize];
+        target[position.policy_index(chosen)] = 1.0;
+        policy.extend(target);
+        legal.extend(mask);
+        position.play(chosen);
+    }
+    (planes, policy, legal)
+}
+
+impl capa_net::BackendTask for &NetBench {
+    type Output = Result<()>;
+
+    fn run<B: capa_net::burn::tensor::backend::AutodiffBackend>(self, device: B::Device) -> Result<()> {
+        use capa_net::burn::prelude::*;
+        use capa_net::{GameKind, Net, Targets, TrainConfig, Trainer};
+        let game = self.config.game;
+        let (planes_per, ranks, files, policy_size) = (game.planes(), game.ranks(), game.files(), game.policy_size());
+        let (planes, policy, legal) = match game {
+            GameKind::Capablanca => net_inputs::<capa_rules::capablanca::Capablanca>(self.batch),
+            GameKind::Chess => net_inputs::<capa_rules::chess::Chess>(self.batch),
+        };
+        let input = |rows: usize| -> Tensor<B::InnerBackend, 4> {
+            let data = TensorData::new(planes[..rows * planes_per * ranks * files].to_vec(), [rows, planes_per, ranks, files]);
+            Tensor::from_data(data, &device)
+        };
+        let net = Net::<B::InnerBackend>::new(&self.config, &device);
+        let params = net.num_params();
+        let mut line = Vec::new();
+        for rows in [1, 32, self.batch] {
+            let x = input(rows);
+            let (wall, cpu) = time_calls(self.seconds, || {
+                let out = net.forward(x.clone(), false);
+                // Reading the results back is part of inference.
+                let _ = (out.policy.into_data(), out.wdl.into_data(), out.moves_left.into_data());
+            });
+            println!(
+                "infer batch {rows} ms_per_batch {:.2} positions_per_s {:.1} positions_per_cpu_s {:.1}",
+                wall * 1e3,
+                rows as f64 / wall,
+                rows as f64 / cpu
+            );
+            line.push(format!("infer_b{rows} {:.1}", rows as f64 / wall));
+        }
+        let rows = self.batch;
+        let x = Tensor::<B, 4>::from_data(TensorData::new(planes.clone(), [rows, planes_per, ranks, files]), &device);
+        let wdl: Vec<f32> = (0..rows).flat_map(|i| (0..3).map(move |k| f32::from(u8::from(i % 3 == k)))).collect();
+        let targets = Targets::<B> {
+            policy: Tensor::from_data(TensorData::new(policy.clone(), [rows, policy_size]), &device),
+            legal: Tensor::from_data(TensorData::new(legal, [rows, policy_size]), &device),
+            wdl: Tensor::from_data(TensorData::new(wdl, [rows, 3]), &device),
+            moves_left: Tensor::full([rows, 1], 40.0, &device),
+            future: Tensor::from_data(TensorData::new(policy, [rows, policy_size]), &device),
+        };
+        let mut trainer = Trainer::new(Net::<B>::new(&self.config, &device), TrainConfig::default())?;
+        let (wall, cpu) = time_calls(self.seconds, || {
+            trainer.step(x.clone(), targets.clone());
+        });
+        println!(
+            "train batch {rows} ms_per_step {:.1} positions_per_s {:.1} positions_per_cpu_s {:.1} params {params}",
+            wall * 1e3,
+            rows as f64 / wall,
+            rows as f64 / cpu
+        );
+        line.push(format!("train_b{rows} {:.1}", rows as f64 / wall));
+        println!("{}", line.join(" "));
+        Ok(())
+    }
+}

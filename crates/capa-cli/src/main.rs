@@ -85,6 +85,32 @@ enum BenchCommand {
         #[arg(long, default_value_t = 0)]
         eval_ns_per_leaf: u64,
     },
+    /// Time the network: inference at batch 1, 32 and --batch, and training
+    /// steps (forward, losses, backward, AdamW) at --batch, on fresh weights.
+    ///
+    /// Prints a line per case, then a last line
+    /// `infer_b1 X infer_b32 Y infer_bN Z train_bN W` (positions per second, wall clock; median call).
+    Net {
+        /// The architecture: `small` (64 channels, 4 blocks, 1 transformer
+        /// block) or `typical` (256 channels, 15 blocks, 4 transformer blocks, 8 heads).
+        #[arg(long, default_value = "small")]
+        size: String,
+        /// The game, which sets the input planes, board and policy width.
+        #[arg(long, value_enum, default_value = "capablanca")]
+        variant: Variant,
+        /// The backend: `cpu`, `wgpu` or `cuda` (the last two need the cargo features of the same name).
+        #[arg(long, default_value = "cpu")]
+        backend: capa_net::BackendKind,
+        /// The device's index on the backend.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// The large batch, for inference and training.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+        batch: u32,
+        /// Minimum seconds per measurement; each takes at least three calls after a warm-up call.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -147,6 +173,19 @@ fn run(cli: Cli) -> Result<()> {
                 Variant::Capablanca => bench::search::<Capablanca>(&args),
                 Variant::Chess => bench::search::<Chess>(&args),
             }
+        }
+        Command::Bench { what: BenchCommand::Net { size, variant, backend, device, batch, seconds } } => {
+            let game = match variant {
+                Variant::Capablanca => capa_net::GameKind::Capablanca,
+                Variant::Chess => capa_net::GameKind::Chess,
+            };
+            if !(seconds.is_finite() && seconds >= 0.0) {
+                anyhow::bail!("--seconds must be a non-negative number, not {seconds}");
+            }
+            let config = capa_net::NetConfig::preset(&size, game).context("--size")?;
+            let args = bench::NetBench { config, batch: batch as usize, seconds };
+            capa_net::with_backend(capa_net::DeviceSpec { backend, index: device }, &args)??;
+            Ok(())
         }
     }
 }
