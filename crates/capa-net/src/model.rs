@@ -9,9 +9,9 @@
 
 use burn::module::Param;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{GroupNorm, GroupNormConfig, Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
-use burn::tensor::activation::{mish, sigmoid, softmax, softplus};
+use burn::tensor::activation::{sigmoid, softmax, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
 
@@ -38,8 +38,87 @@ fn output_layer<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -
     LinearConfig::new(inputs, outputs).with_initializer(Initializer::XavierUniform { gain: OUTPUT_GAIN }).init(device)
 }
 
-/// Squeeze-excitation: pools each channel over the board and turns the pool
-/// into a per-channel scale (through a sigmoid) and bias.
+/// Mish, `x tanh(softplus(x))`, with one exponential:
+/// `tanh(ln(1 + e)) = n / (n + 2)` where `n = e (e + 2)` and `e = exp(x)`.
+/// (burn's `mish` costs an exp, a log and a tanh per element.)
+pub fn mish<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    // Beyond 20, n / (n + 2) is 1 in f32; the clamp keeps exp finite.
+    let e = x.clone().clamp_max(20.0).exp();
+    let n = e.clone() * e.add_scalar(2.0);
+    x * n.clone() / n.add_scalar(2.0)
+}
+
+/// Group normalisation with a learned scale (`gamma`) and shift (`beta`)
+/// per channel.
+///
+/// It returns per-(sample, channel) coefficients rather than the normalised
+/// tensor, so that a caller applies normalisation, affine and whatever scale
+/// follows (squeeze-excitation) in one multiply-add over the activations.
+#[derive(Module, Debug)]
+pub struct GroupNorm<B: Backend> {
+    gamma: Param<Tensor<B, 1>>,
+    beta: Param<Tensor<B, 1>>,
+    groups: usize,
+}
+
+/// What [`GroupNorm::coefficients`] computes, each `[batch, channels]`.
+struct Normalisation<B: Backend> {
+    /// Multiply the activations by this...
+    scale: Tensor<B, 2>,
+    /// ...then add this.
+    shift: Tensor<B, 2>,
+    /// Each channel's mean over the board, before normalisation.
+    channel_mean: Tensor<B, 2>,
+}
+
+impl<B: Backend> GroupNorm<B> {
+    const EPSILON: f64 = 1e-5;
+
+    fn new(groups: usize, channels: usize, device: &B::Device) -> Self {
+        GroupNorm {
+            gamma: Param::from_tensor(Tensor::ones([channels], device)),
+            beta: Param::from_tensor(Tensor::zeros([channels], device)),
+            groups,
+        }
+    }
+
+    fn coefficients(&self, x: &Tensor<B, 4>) -> Normalisation<B> {
+        let [batch, channels, ranks, files] = x.dims();
+        let (squares, per_group) = (ranks * files, channels / self.groups);
+        let flat = x.clone().reshape([batch, channels, squares]);
+        let sums = flat.clone().sum_dim(2).reshape([batch, channels]);
+        let squares_sums = flat.powi_scalar(2).sum_dim(2).reshape([batch, channels]);
+        let per_group_mean = |t: Tensor<B, 2>| {
+            t.reshape([batch, self.groups, per_group])
+                .sum_dim(2)
+                .div_scalar((per_group * squares) as f64)
+                .expand([batch, self.groups, per_group])
+                .reshape([batch, channels])
+        };
+        let mean = per_group_mean(sums.clone());
+        let variance = (per_group_mean(squares_sums) - mean.clone().powi_scalar(2)).clamp_min(0.0);
+        let gamma = self.gamma.val().unsqueeze_dim(0);
+        let scale = variance.add_scalar(Self::EPSILON).sqrt().recip() * gamma;
+        let shift = self.beta.val().unsqueeze_dim(0) - mean * scale.clone();
+        Normalisation { scale, shift, channel_mean: sums.div_scalar(squares as f64) }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let Normalisation { scale, shift, .. } = self.coefficients(&x);
+        scale_and_shift(x, scale, shift)
+    }
+}
+
+/// `x * scale + shift` with per-(sample, channel) coefficients `[batch,
+/// channels]`, laid out so the backend broadcasts along contiguous rows.
+fn scale_and_shift<B: Backend>(x: Tensor<B, 4>, scale: Tensor<B, 2>, shift: Tensor<B, 2>) -> Tensor<B, 4> {
+    let [batch, channels, ranks, files] = x.dims();
+    let column = |t: Tensor<B, 2>| t.reshape([batch, channels, 1]);
+    (x.reshape([batch, channels, ranks * files]) * column(scale) + column(shift)).reshape([batch, channels, ranks, files])
+}
+
+/// Squeeze-excitation: the mean of each channel over the board becomes a
+/// per-channel scale (through a sigmoid) and bias.
 #[derive(Module, Debug)]
 pub struct SqueezeExcitation<B: Backend> {
     squeeze: Linear<B>,
@@ -54,13 +133,11 @@ impl<B: Backend> SqueezeExcitation<B> {
         }
     }
 
-    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let [batch, channels, _, _] = x.dims();
-        let pooled = x.clone().mean_dim(3).mean_dim(2).reshape([batch, channels]);
+    /// The scale and bias, `[batch, channels]` each, for channel means `pooled`.
+    fn excitation(&self, pooled: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let channels = pooled.dims()[1];
         let excitation = self.excite.forward(mish(self.squeeze.forward(pooled)));
-        let scale = sigmoid(excitation.clone().narrow(1, 0, channels)).reshape([batch, channels, 1, 1]);
-        let bias = excitation.narrow(1, channels, channels).reshape([batch, channels, 1, 1]);
-        x * scale + bias
+        (sigmoid(excitation.clone().narrow(1, 0, channels)), excitation.narrow(1, channels, channels))
     }
 }
 
@@ -79,16 +156,23 @@ impl<B: Backend> ResBlock<B> {
         let channels = config.channels;
         ResBlock {
             conv1: conv3x3(channels, channels, device),
-            norm1: GroupNormConfig::new(config.groups, channels).init(device),
+            norm1: GroupNorm::new(config.groups, channels, device),
             conv2: conv3x3(channels, channels, device),
-            norm2: GroupNormConfig::new(config.groups, channels).init(device),
+            norm2: GroupNorm::new(config.groups, channels, device),
             se: SqueezeExcitation::new(channels, config.se_ratio, device),
         }
     }
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let h = mish(self.norm1.forward(self.conv1.forward(x.clone())));
-        let h = self.se.forward(self.norm2.forward(self.conv2.forward(h)));
+        let h = self.conv2.forward(h);
+        // The SE pools GN2's output: its channel means follow from the
+        // coefficients, so GN2, the SE's scale and its bias fold into one
+        // multiply-add over the activations.
+        let norm = self.norm2.coefficients(&h);
+        let pooled = norm.channel_mean * norm.scale.clone() + norm.shift.clone();
+        let (se_scale, se_bias) = self.se.excitation(pooled);
+        let h = scale_and_shift(h, norm.scale * se_scale.clone(), norm.shift * se_scale + se_bias);
         mish(h + x)
     }
 }
@@ -138,8 +222,12 @@ impl<B: Backend> TransformerBlock<B> {
         let query = split(self.query.forward(h.clone()));
         let key = split(self.key.forward(h.clone()));
         let value = split(self.value.forward(h));
-        let bias = self.position_bias.val().select(1, positions).reshape([1, heads, squares, squares]);
-        let logits = query.matmul(key.swap_dims(2, 3)).mul_scalar(1.0 / (head_width as f64).sqrt()) + bias;
+        // Flattened, the bias is one row shared by the batch: a broadcast the
+        // backend runs along contiguous memory.
+        let cells = heads * squares * squares;
+        let bias = self.position_bias.val().select(1, positions).reshape([1, cells]);
+        let logits = query.matmul(key.swap_dims(2, 3)).mul_scalar(1.0 / (head_width as f64).sqrt());
+        let logits = (logits.reshape([batch, cells]) + bias).reshape([batch, heads, squares, squares]);
         let context = softmax(logits, 3).matmul(value).swap_dims(1, 2).reshape([batch, squares, width]);
         let x = x + self.out.forward(context);
         let h = self.ffn_norm.forward(x.clone());
@@ -242,7 +330,7 @@ impl<B: Backend> Net<B> {
         let channels = config.channels;
         Net {
             input_conv: conv3x3(config.game.planes(), channels, device),
-            input_norm: GroupNormConfig::new(config.groups, channels).init(device),
+            input_norm: GroupNorm::new(config.groups, channels, device),
             blocks: (0..config.blocks).map(|_| ResBlock::new(config, device)).collect(),
             transformer: (0..config.transformer_blocks).map(|_| TransformerBlock::new(config, device)).collect(),
             policy: PolicyHead::new(config, device),
@@ -282,5 +370,60 @@ impl<B: Backend> Net<B> {
             moves_left: softplus(self.moves_left.forward(x.clone()), 1.0),
             future: if with_future { self.future.as_ref().map(|head| head.forward(x)) } else { None },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::Flex;
+    use burn::backend::flex::FlexDevice;
+    use burn::tensor::Distribution;
+
+    use super::*;
+
+    fn assert_close<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>, tolerance: f32) {
+        let (a, b) = (a.into_data().into_vec::<f32>().unwrap(), b.into_data().into_vec::<f32>().unwrap());
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!((x - y).abs() <= tolerance * (1.0 + y.abs()), "element {i}: {x} vs {y}");
+        }
+    }
+
+    fn random(shape: [usize; 4]) -> Tensor<Flex, 4> {
+        Tensor::random(shape, Distribution::Normal(0.5, 2.0), &FlexDevice)
+    }
+
+    #[test]
+    fn one_exponential_mish_is_mish() {
+        let x = Tensor::<Flex, 1>::from_floats([-100.0, -20.0, -3.0, -0.5, 0.0, 0.3, 2.0, 19.0, 25.0, 1e4], &FlexDevice);
+        assert_close(mish(x.clone()), burn::tensor::activation::mish(x), 1e-6);
+    }
+
+    #[test]
+    fn group_norm_matches_burns() {
+        let x = random([3, 16, 8, 10]);
+        let ours = GroupNorm::<Flex> {
+            gamma: Param::from_tensor(Tensor::random([16], Distribution::Normal(1.0, 0.3), &FlexDevice)),
+            beta: Param::from_tensor(Tensor::random([16], Distribution::Normal(0.0, 0.3), &FlexDevice)),
+            groups: 4,
+        };
+        let mut reference = burn::nn::GroupNormConfig::new(4, 16).init::<Flex>(&FlexDevice);
+        reference.gamma = Some(ours.gamma.clone());
+        reference.beta = Some(ours.beta.clone());
+        assert_close(ours.forward(x.clone()), reference.forward(x), 1e-4);
+    }
+
+    #[test]
+    fn folded_residual_block_matches_the_plain_one() {
+        let config = NetConfig { channels: 16, groups: 4, ..NetConfig::small(crate::GameKind::Chess) };
+        let block = ResBlock::<Flex>::new(&config, &FlexDevice);
+        let x = random([2, 16, 8, 8]);
+        // conv -> GN -> Mish -> conv -> GN -> SE (pool, scale, bias) -> + x -> Mish, step by step.
+        let h = mish(block.norm1.forward(block.conv1.forward(x.clone())));
+        let h = block.norm2.forward(block.conv2.forward(h));
+        let pooled = h.clone().mean_dim(3).mean_dim(2).reshape([2, 16]);
+        let (scale, bias) = block.se.excitation(pooled);
+        let plain = mish(h * scale.reshape([2, 16, 1, 1]) + bias.reshape([2, 16, 1, 1]) + x.clone());
+        assert_close(block.forward(x), plain, 1e-4);
     }
 }
