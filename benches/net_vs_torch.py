@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""capa's network on burn against the identical architecture in PyTorch, on the CPU.
+"""capa's network on burn against the identical architecture in PyTorch.
 
 Runs `capa bench net` and then the same measurements in PyTorch, in one run on the
 same cores, and prints both and their ratios. The last line is
@@ -12,7 +12,8 @@ PyTorch is needed for this benchmark only (capa never uses Python):
 Environment: CAPA (the capa binary, default target/release/capa), SIZE (small),
 VARIANT (capablanca), BATCH (256), SECONDS (5: minimum seconds per measurement),
 THREADS (torch threads; default: the machine's cores, as burn's CPU backend uses),
-ROUNDS (1: capa then torch, repeated; the ratio uses the medians).
+ROUNDS (1: capa then torch, repeated; the ratio uses the medians), BACKEND (cpu, or
+cuda to run both on the GPU: capa built with `--features cuda`).
 """
 
 import math
@@ -170,11 +171,11 @@ def time_calls(seconds, work):
     return statistics.median(samples), (time.process_time() - cpu_start) / len(samples)
 
 
-def torch_bench(size, variant, batch, seconds):
+def torch_bench(size, variant, batch, seconds, device):
     game = GAMES[variant]
-    net = Net(**SIZES[size], **game)
+    net = Net(**SIZES[size], **game).to(device)
     rows = [1, 32, batch]
-    inputs = (torch.rand(batch, game["planes"], game["ranks"], game["files"]) < 0.1).float()
+    inputs = (torch.rand(batch, game["planes"], game["ranks"], game["files"], device=device) < 0.1).float()
     figures = {}
     net.eval()
     for n in rows:
@@ -183,7 +184,7 @@ def torch_bench(size, variant, batch, seconds):
         def infer():
             with torch.inference_mode():
                 policy, wdl, moves_left, _ = net(x, False)
-                policy.numpy(), wdl.numpy(), moves_left.numpy()
+                policy.cpu().numpy(), wdl.cpu().numpy(), moves_left.cpu().numpy()
 
         wall, cpu = time_calls(seconds, infer)
         print(f"torch infer batch {n} ms_per_batch {wall * 1e3:.2f} positions_per_s {n / wall:.1f} "
@@ -192,12 +193,12 @@ def torch_bench(size, variant, batch, seconds):
 
     net.train()
     p = game["policy"]
-    legal = torch.rand(batch, p) < 0.02
-    chosen = torch.randint(0, p, (batch,))
-    legal[torch.arange(batch), chosen] = True
+    legal = torch.rand(batch, p, device=device) < 0.02
+    chosen = torch.randint(0, p, (batch,), device=device)
+    legal[torch.arange(batch, device=device), chosen] = True
     policy_target = F.one_hot(chosen, p).float()
-    wdl_target = F.one_hot(torch.arange(batch) % 3, 3).float()
-    moves_left_target = torch.full((batch, 1), 40.0)
+    wdl_target = F.one_hot(torch.arange(batch, device=device) % 3, 3).float()
+    moves_left_target = torch.full((batch, 1), 40.0, device=device)
     decay = [q for q in net.parameters() if q.dim() >= 2]
     no_decay = [q for q in net.parameters() if q.dim() < 2]
     optimizer = torch.optim.AdamW(
@@ -229,9 +230,9 @@ def torch_bench(size, variant, batch, seconds):
     return figures
 
 
-def capa_bench(capa, size, variant, batch, seconds):
+def capa_bench(capa, size, variant, batch, seconds, backend):
     command = [capa, "bench", "net", "--size", size, "--variant", variant, "--batch", str(batch),
-               "--seconds", str(seconds)]
+               "--seconds", str(seconds), "--backend", backend]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     for line in output.splitlines()[:-1]:
         print("capa " + line, flush=True)
@@ -244,13 +245,15 @@ def main():
     size, variant = os.environ.get("SIZE", "small"), os.environ.get("VARIANT", "capablanca")
     batch, seconds = int(os.environ.get("BATCH", "256")), float(os.environ.get("SECONDS", "5"))
     rounds = int(os.environ.get("ROUNDS", "1"))
+    backend = os.environ.get("BACKEND", "cpu")
+    device = "cuda" if backend == "cuda" else "cpu"
     torch.set_num_threads(int(os.environ.get("THREADS", os.cpu_count())))
-    print(f"size {size} variant {variant} batch {batch} torch {torch.__version__} "
+    print(f"size {size} variant {variant} batch {batch} backend {backend} torch {torch.__version__} "
           f"torch_threads {torch.get_num_threads()}", flush=True)
     capa_runs, torch_runs = [], []
     for _ in range(rounds):
-        capa_runs.append(capa_bench(capa, size, variant, batch, seconds))
-        torch_runs.append(torch_bench(size, variant, batch, seconds))
+        capa_runs.append(capa_bench(capa, size, variant, batch, seconds, backend))
+        torch_runs.append(torch_bench(size, variant, batch, seconds, device))
     keys = list(capa_runs[0])
     median = lambda runs, k: statistics.median(r[k] for r in runs)
     for k in keys:

@@ -167,7 +167,8 @@ impl capa_net::BackendTask for &NetBench {
             GameKind::Chess => net_inputs::<capa_rules::chess::Chess>(self.batch),
         };
         let input = |rows: usize| -> Tensor<B::InnerBackend, 4> {
-            let data = TensorData::new(planes[..rows * planes_per * ranks * files].to_vec(), [rows, planes_per, ranks, files]);
+            let data =
+                TensorData::new(planes[..rows * planes_per * ranks * files].to_vec(), [rows, planes_per, ranks, files]);
             Tensor::from_data(data, &device)
         };
         let net = Net::<B::InnerBackend>::new(&self.config, &device);

@@ -15,11 +15,11 @@ use std::path::Path;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
+use crate::NetError;
 use crate::config::NetConfig;
 use crate::model::Net;
 use crate::store::{Stored, Tensors, apply, collect, from_bytes, to_bytes, write_atomically};
 use crate::train::{Moments, OptimizerKind, TrainConfig, Trainer};
-use crate::NetError;
 
 /// The format this code writes; readers refuse others.
 const FORMAT: &str = "capa-net/1";
@@ -52,6 +52,15 @@ fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), Ne
         .and_then(|json| serde_json::from_str(json).map_err(|e| NetError::Format(format!("bad `{KEY_CONFIG}`: {e}"))))
         .map_err(in_file)?;
     config.validate().map_err(in_file)?;
+    // Build nothing the file cannot fill: a damaged config could ask for a
+    // network far larger than memory.
+    let stored: usize = tensors.iter().filter(|(name, _)| name.starts_with("net.")).map(|(_, t)| t.values.len()).sum();
+    if stored != config.parameter_count() {
+        return Err(in_file(NetError::Format(format!(
+            "its architecture has {} parameters but the file holds {stored} under `net.`",
+            config.parameter_count()
+        ))));
+    }
     Ok((tensors, metadata, config))
 }
 
@@ -134,10 +143,9 @@ pub fn load_checkpoint<B: AutodiffBackend>(
     let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), source: Box::new(e) };
     let model: Net<B> = apply(Net::new(&net_config, device), "net.", &tensors, &what)?;
     let mut trainer = Trainer::new(model, config)?;
-    trainer.step = metadata
-        .get(KEY_STEP)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| in_file(NetError::Format(format!("no `{KEY_STEP}` metadata: a network file, not a checkpoint"))))?;
+    trainer.step = metadata.get(KEY_STEP).and_then(|s| s.parse().ok()).ok_or_else(|| {
+        in_file(NetError::Format(format!("no `{KEY_STEP}` metadata: a network file, not a checkpoint")))
+    })?;
     if let Some(ema) = trainer.ema.take() {
         let has_ema = tensors.keys().any(|name| name.starts_with("ema."));
         // A run that turns the EMA on starts it from the current weights.

@@ -1,12 +1,12 @@
 //! The architecture, as a plain struct that travels with every checkpoint.
 
+use capa_rules::Game;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
-use capa_rules::Game;
 use serde::{Deserialize, Serialize};
 
-use crate::encode::NetGame;
 use crate::NetError;
+use crate::encode::NetGame;
 
 /// Which game a network plays: fixes its input planes, board and policy width.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,6 +155,30 @@ impl NetConfig {
         }
     }
 
+    /// The number of parameters (floats) of a network with this architecture.
+    pub fn parameter_count(&self) -> usize {
+        let (c, game) = (self.channels, self.game);
+        let (squares, policy) = (game.squares(), game.policy_size());
+        let linear = |inputs: usize, outputs: usize| inputs * outputs + outputs;
+        let norm = 2 * c;
+        let bottleneck = c / self.se_ratio.max(1);
+        let block = 2 * (9 * c * c + norm) + linear(c, bottleneck) + linear(bottleneck, 2 * c);
+        let width = c * self.ffn_multiplier;
+        let offsets = (2 * game.ranks() - 1) * (2 * game.files() - 1);
+        let transformer = 2 * norm + 4 * linear(c, c) + self.heads * offsets + linear(c, width) + linear(width, c);
+        let policy_head = linear(c, POLICY_CHANNELS) + linear(POLICY_CHANNELS * squares, policy);
+        let scalar_head = |channels: usize, outputs: usize| {
+            linear(c, channels) + linear(channels * squares, HEAD_HIDDEN) + linear(HEAD_HIDDEN, outputs)
+        };
+        9 * game.planes() * c
+            + norm
+            + self.blocks * block
+            + self.transformer_blocks * transformer
+            + policy_head * (1 + usize::from(self.future_head))
+            + scalar_head(VALUE_CHANNELS, 3)
+            + scalar_head(MOVES_LEFT_CHANNELS, 1)
+    }
+
     /// Checks that the numbers fit together.
     ///
     /// # Errors
@@ -170,13 +194,13 @@ impl NetConfig {
                 self.blocks, self.transformer_blocks
             ));
         }
-        if self.groups == 0 || self.channels % self.groups != 0 {
+        if self.groups == 0 || !self.channels.is_multiple_of(self.groups) {
             return fail(format!("groups = {} must divide channels = {}", self.groups, self.channels));
         }
         if self.se_ratio == 0 || self.channels / self.se_ratio == 0 {
             return fail(format!("se_ratio = {} must be in 1..=channels ({})", self.se_ratio, self.channels));
         }
-        if self.heads == 0 || self.channels % self.heads != 0 {
+        if self.heads == 0 || !self.channels.is_multiple_of(self.heads) {
             return fail(format!("heads = {} must divide channels = {}", self.heads, self.channels));
         }
         if !(1..=16).contains(&self.ffn_multiplier) {

@@ -17,11 +17,11 @@ use burn::tensor::backend::AutodiffBackend;
 use capa_mcts::{EvalError, Evaluations, Evaluator, LeafRequest, Value};
 use rayon::prelude::*;
 
+use crate::NetError;
 use crate::backend::{BackendTask, DeviceSpec, with_backend};
 use crate::checkpoint::load_net;
 use crate::encode::{NetGame, encode_batch};
 use crate::model::{MOVES_LEFT_SCALE, Net};
-use crate::NetError;
 
 /// A padded batch of planes going to the network thread.
 struct Job {
@@ -145,10 +145,8 @@ fn serve<G: NetGame, B: Backend>(net: &Net<B>, device: &B::Device, jobs: &Receiv
     for job in jobs {
         let rows = job.rows;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let input = Tensor::<B, 4>::from_data(
-                TensorData::new(job.planes, [job.rows, G::PLANES, ranks, files]),
-                device,
-            );
+            let input =
+                Tensor::<B, 4>::from_data(TensorData::new(job.planes, [job.rows, G::PLANES, ranks, files]), device);
             let output = net.forward(input, false);
             let host = |t: Tensor<B, 2>| t.into_data().convert::<f32>().into_vec::<f32>().expect("f32");
             (host(output.policy), host(output.wdl), host(output.moves_left))
@@ -158,7 +156,11 @@ fn serve<G: NetGame, B: Backend>(net: &Net<B>, device: &B::Device, jobs: &Receiv
             Err(panic) => Err(format!(
                 "the network failed on a batch of {}: {}",
                 rows,
-                panic.downcast_ref::<String>().map(String::as_str).or(panic.downcast_ref::<&str>().copied()).unwrap_or("?")
+                panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or(panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("?")
             )),
         };
         let _ = job.reply.send(answer);

@@ -26,7 +26,7 @@ pub use config::{GameKind, NetConfig};
 pub use encode::{NetGame, encode_batch};
 pub use evaluator::NetEvaluator;
 pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
-pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
+pub use model::{MOVES_LEFT_SCALE, Net, NetOutput, mish};
 pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 
 /// burn itself, so that users of capa-net name the same version.

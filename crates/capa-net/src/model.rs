@@ -114,7 +114,8 @@ impl<B: Backend> GroupNorm<B> {
 fn scale_and_shift<B: Backend>(x: Tensor<B, 4>, scale: Tensor<B, 2>, shift: Tensor<B, 2>) -> Tensor<B, 4> {
     let [batch, channels, ranks, files] = x.dims();
     let column = |t: Tensor<B, 2>| t.reshape([batch, channels, 1]);
-    (x.reshape([batch, channels, ranks * files]) * column(scale) + column(shift)).reshape([batch, channels, ranks, files])
+    (x.reshape([batch, channels, ranks * files]) * column(scale) + column(shift))
+        .reshape([batch, channels, ranks, files])
 }
 
 /// Squeeze-excitation: the mean of each channel over the board becomes a
@@ -395,7 +396,8 @@ mod tests {
 
     #[test]
     fn one_exponential_mish_is_mish() {
-        let x = Tensor::<Flex, 1>::from_floats([-100.0, -20.0, -3.0, -0.5, 0.0, 0.3, 2.0, 19.0, 25.0, 1e4], &FlexDevice);
+        let x =
+            Tensor::<Flex, 1>::from_floats([-100.0, -20.0, -3.0, -0.5, 0.0, 0.3, 2.0, 19.0, 25.0, 1e4], &FlexDevice);
         assert_close(mish(x.clone()), burn::tensor::activation::mish(x), 1e-6);
     }
 

@@ -88,7 +88,8 @@ pub fn apply<B: Backend, M: Module<B>>(module: M, prefix: &str, source: &Tensors
                     tensor
                 }
                 Some(stored) if stored.shape != wanted => {
-                    self.problems.push(format!("{name}: the file has {:?}, the network wants {wanted:?}", stored.shape));
+                    self.problems
+                        .push(format!("{name}: the file has {:?}, the network wants {wanted:?}", stored.shape));
                     tensor
                 }
                 Some(stored) => {
@@ -109,11 +110,7 @@ pub fn apply<B: Backend, M: Module<B>>(module: M, prefix: &str, source: &Tensors
             problems.push(format!("unexpected {name} {:?}", stored.shape));
         }
     }
-    if problems.is_empty() {
-        Ok(module)
-    } else {
-        Err(NetError::Mismatch { what: what.to_string(), problems })
-    }
+    if problems.is_empty() { Ok(module) } else { Err(NetError::Mismatch { what: what.to_string(), problems }) }
 }
 
 /// Serialises `tensors` and `metadata` as safetensors.
@@ -166,9 +163,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), NetError> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let name = path.file_name().ok_or_else(|| {
-        io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file"))
-    })?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")))?;
     let temporary = directory.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
         let mut file = File::create(&temporary)?;

@@ -15,9 +15,9 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
+use crate::NetError;
 use crate::loss::{LossWeights, Targets, losses};
 use crate::model::Net;
-use crate::NetError;
 
 /// Which optimizer updates the weights.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,7 +125,8 @@ impl TrainConfig {
             return Err(NetError::Config(format!("{name} = {value} is out of range")));
         }
         let w = &self.loss_weights;
-        for (name, value) in [("policy", w.policy), ("wdl", w.wdl), ("moves_left", w.moves_left), ("future", w.future)] {
+        for (name, value) in [("policy", w.policy), ("wdl", w.wdl), ("moves_left", w.moves_left), ("future", w.future)]
+        {
             if !(value >= 0.0 && value.is_finite()) {
                 return Err(NetError::Config(format!("loss_weights.{name} = {value} must be finite and non-negative")));
             }
@@ -347,7 +348,10 @@ impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
                         first.mul_scalar(c.momentum) + gradient.clone().mul_scalar(1.0 - c.momentum),
                         second.mul_scalar(c.beta2) + gradient.powi_scalar(2).mul_scalar(1.0 - c.beta2),
                     ),
-                    _ => (gradient.clone().mul_scalar(1.0 - c.momentum), gradient.powi_scalar(2).mul_scalar(1.0 - c.beta2)),
+                    _ => (
+                        gradient.clone().mul_scalar(1.0 - c.momentum),
+                        gradient.powi_scalar(2).mul_scalar(1.0 - c.beta2),
+                    ),
                 };
                 let t = self.step.min(i32::MAX as u64) as i32;
                 let first_unbiased = first.clone().div_scalar(1.0 - c.momentum.powi(t));

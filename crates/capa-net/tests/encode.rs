@@ -63,7 +63,9 @@ fn chess_start_position_is_lc0s() {
     for plane in 13..104 {
         assert_eq!(bitboard(&p, plane), 0, "history plane {plane}");
     }
-    for (plane, value) in [(104, 1.0), (105, 1.0), (106, 1.0), (107, 1.0), (108, 0.0), (109, 0.0), (110, 0.0), (111, 1.0)] {
+    for (plane, value) in
+        [(104, 1.0), (105, 1.0), (106, 1.0), (107, 1.0), (108, 0.0), (109, 0.0), (110, 0.0), (111, 1.0)]
+    {
         assert_eq!(constant(&p, plane), value, "aux plane {plane}");
     }
 }

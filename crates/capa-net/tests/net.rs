@@ -62,7 +62,8 @@ fn planes<G: NetGame, B: Backend>(positions: &[G], device: &B::Device) -> Tensor
 /// a pseudo-random legal move and a pseudo-random result for each.
 fn targets<G: NetGame, B: Backend>(positions: &[G], device: &B::Device) -> Targets<B> {
     let (n, p) = (positions.len(), G::policy_size());
-    let (mut policy, mut legal, mut wdl, mut future) = (vec![0.0; n * p], vec![false; n * p], vec![0.0; n * 3], vec![0.0; n * p]);
+    let (mut policy, mut legal, mut wdl, mut future) =
+        (vec![0.0; n * p], vec![false; n * p], vec![0.0; n * 3], vec![0.0; n * p]);
     let mut moves = MoveList::new();
     for (i, position) in positions.iter().enumerate() {
         position.legal_moves(&mut moves);
@@ -102,6 +103,20 @@ fn output_shapes_for_both_games() {
     }
     assert_eq!(GameKind::Capablanca.policy_size(), 2644);
     assert_eq!(GameKind::Chess.policy_size(), 1858);
+}
+
+#[test]
+fn parameter_counts() {
+    // The figure PyTorch prints for the same architecture (benches/net_vs_torch.py).
+    assert_eq!(NetConfig::small(GameKind::Capablanca).parameter_count(), 14_383_304);
+    let configs = [
+        tiny(GameKind::Chess),
+        NetConfig { future_head: false, transformer_blocks: 2, ffn_multiplier: 3, ..tiny(GameKind::Capablanca) },
+        NetConfig { transformer_blocks: 0, groups: 2, se_ratio: 8, ..tiny(GameKind::Chess) },
+    ];
+    for config in configs {
+        assert_eq!(Net::<Infer>::new(&config, &FlexDevice).num_params(), config.parameter_count(), "{config:?}");
+    }
 }
 
 #[test]
@@ -174,7 +189,10 @@ fn loading_into_another_architecture_lists_the_differences() {
     let err = load_net_into(Net::<Infer>::new(&wider, &FlexDevice), &path).unwrap_err();
     let NetError::Mismatch { problems, .. } = &err else { panic!("{err}") };
     let text = err.to_string();
-    assert!(text.contains("net.input_conv.weight: the file has [32, 112, 3, 3], the network wants [64, 112, 3, 3]"), "{text}");
+    assert!(
+        text.contains("net.input_conv.weight: the file has [32, 112, 3, 3], the network wants [64, 112, 3, 3]"),
+        "{text}"
+    );
     assert!(text.contains("missing net.blocks.2.conv1.weight"), "{text}");
     assert!(text.contains("unexpected net.future.out.weight"), "{text}");
     assert!(problems.len() > 10, "{text}");
@@ -189,7 +207,10 @@ fn bad_files_are_errors_that_name_the_file() {
     let garbage = scratch("garbage.safetensors");
     std::fs::write(&garbage, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();
     let err = load_net::<Infer>(&garbage, &FlexDevice).unwrap_err();
-    assert!(err.to_string().contains("garbage.safetensors") && err.to_string().contains("not a safetensors file"), "{err}");
+    assert!(
+        err.to_string().contains("garbage.safetensors") && err.to_string().contains("not a safetensors file"),
+        "{err}"
+    );
 
     // A valid network file cut short.
     let good = scratch("good.safetensors");
@@ -201,6 +222,36 @@ fn bad_files_are_errors_that_name_the_file() {
         let err = load_net::<Infer>(&truncated, &FlexDevice).unwrap_err();
         assert!(err.to_string().contains("truncated.safetensors"), "cut at {cut}: {err}");
     }
+
+    // Damage anywhere in the file: an error or (for a flipped bit in a weight)
+    // a network, never a panic.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..300 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mut damaged = bytes.clone();
+        let at =
+            if state.is_multiple_of(2) { (state >> 8) as usize % 600 } else { (state >> 8) as usize % bytes.len() };
+        damaged[at] ^= 1 << ((state >> 40) % 8);
+        std::fs::write(&truncated, &damaged).unwrap();
+        let _ = load_net::<Infer>(&truncated, &FlexDevice);
+    }
+
+    // A config asking for more than the file holds is refused before anything is built.
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let config =
+        header["__metadata__"]["capa.config"].as_str().unwrap().replace("\"channels\":32", "\"channels\":4096");
+    header["__metadata__"]["capa.config"] = serde_json::Value::String(config);
+    let mut header = serde_json::to_vec(&header).unwrap();
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let mut inflated = (header.len() as u64).to_le_bytes().to_vec();
+    inflated.extend_from_slice(&header);
+    inflated.extend_from_slice(&bytes[8 + header_len..]);
+    std::fs::write(&truncated, &inflated).unwrap();
+    let err = load_net::<Infer>(&truncated, &FlexDevice).unwrap_err();
+    assert!(err.to_string().contains("parameters but the file holds"), "{err}");
 
     // A network file is not a checkpoint.
     let err = load_checkpoint::<Train>(&good, train_config(), &FlexDevice).err().unwrap();
@@ -226,7 +277,8 @@ fn a_resumed_run_continues_exactly() {
         let (a, b) = (run.step(input.clone(), target.clone()), resumed.step(input.clone(), target.clone()));
         assert_eq!(a, b, "{optimizer:?}: the step after a resume");
         let probe = planes::<Chess, Infer>(&batch, &device);
-        let (ema_a, ema_b) = (run.inference_net().forward(probe.clone(), false), resumed.inference_net().forward(probe, false));
+        let (ema_a, ema_b) =
+            (run.inference_net().forward(probe.clone(), false), resumed.inference_net().forward(probe, false));
         assert_eq!(values(ema_a.policy), values(ema_b.policy), "{optimizer:?}: EMA weights");
 
         let other = TrainConfig {
@@ -249,12 +301,7 @@ fn learning_rate_schedules() {
     assert_eq!(step.learning_rate_at(13), 1.0);
     assert_eq!(step.learning_rate_at(14), 0.5);
     assert_eq!(step.learning_rate_at(24), 0.25);
-    let cosine = TrainConfig {
-        schedule: ScheduleKind::Cosine,
-        total_steps: 104,
-        min_learning_rate: 0.0,
-        ..base
-    };
+    let cosine = TrainConfig { schedule: ScheduleKind::Cosine, total_steps: 104, min_learning_rate: 0.0, ..base };
     assert!((cosine.learning_rate_at(54) - 0.5).abs() < 1e-12);
     assert_eq!(cosine.learning_rate_at(104), 0.0);
     assert_eq!(cosine.learning_rate_at(10_000), 0.0);
