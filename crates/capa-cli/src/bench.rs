@@ -157,7 +157,7 @@ fn net_inputs<G: capa_net::NetGame>(count: usize) -> (Vec<f32>, Vec<f32>, Vec<bo
 impl capa_net::BackendTask for &NetBench {
     type Output = Result<()>;
 
-    fn run<B: capa_net::burn::tensor::backend::AutodiffBackend>(self, device: B::Device) -> Result<()> {
+    fn run<B: capa_net::CapaAutodiffBackend>(self, device: B::Device) -> Result<()> {
         use capa_net::burn::prelude::*;
         use capa_net::{GameKind, Net, Targets, TrainConfig, Trainer};
         let game = self.config.game;

@@ -7,10 +7,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::NetError;
+use crate::ops::CapaAutodiffBackend;
 
 /// Which of burn's backends runs the network.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,15 +93,16 @@ pub trait BackendTask {
     /// What the task returns.
     type Output;
     /// Runs the task on `device` of backend `B`.
-    fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output;
+    fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Self::Output;
 }
 
 /// Runs `task` on the backend and device that `spec` names.
 ///
 /// # Errors
 /// [`NetError::Backend`] when the backend is not compiled in (naming the
-/// cargo feature to enable), the index is out of range for the CPU, or the
-/// CUDA driver cannot be loaded.
+/// cargo feature to enable), the index is out of range for the CPU, the
+/// CUDA driver cannot be loaded, or the GPU runtime fails (a device index
+/// that does not exist).
 pub fn with_backend<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
     if !spec.backend.compiled() {
         return Err(NetError::Backend(format!(
@@ -134,7 +135,7 @@ fn run_cpu<T: BackendTask>(_: DeviceSpec, _: T) -> Result<T::Output, NetError> {
 #[cfg(feature = "wgpu")]
 fn run_wgpu<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
     use burn::backend::{Autodiff, Wgpu, wgpu::WgpuDevice};
-    Ok(task.run::<Autodiff<Wgpu>>(WgpuDevice::DiscreteGpu(spec.index)))
+    run_guarded(spec, || task.run::<Autodiff<Wgpu>>(WgpuDevice::DiscreteGpu(spec.index)))
 }
 
 #[cfg(not(feature = "wgpu"))]
@@ -153,12 +154,26 @@ fn run_cuda<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetE
                 .to_string(),
         ));
     }
-    Ok(task.run::<Autodiff<Cuda>>(CudaDevice::new(spec.index)))
+    run_guarded(spec, || task.run::<Autodiff<Cuda>>(CudaDevice::new(spec.index)))
 }
 
 #[cfg(not(feature = "cuda"))]
 fn run_cuda<T: BackendTask>(_: DeviceSpec, _: T) -> Result<T::Output, NetError> {
     unreachable!("checked by with_backend")
+}
+
+/// Runs a task on a GPU backend, whose runtime panics (rather than failing)
+/// on a device index that does not exist or a device it cannot open.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn run_guarded<R>(spec: DeviceSpec, task: impl FnOnce() -> R) -> Result<R, NetError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).map_err(|panic| {
+        let reason = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or(panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no reason given");
+        NetError::Backend(format!("device {spec} failed: {reason}; check the device index"))
+    })
 }
 
 /// Whether the CUDA driver library can be loaded.

@@ -9,15 +9,15 @@
 //! Writes are atomic. Loads check every name and shape and list what does
 //! not fit.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use burn::prelude::*;
-use burn::tensor::backend::AutodiffBackend;
 
 use crate::NetError;
 use crate::config::NetConfig;
 use crate::model::Net;
+use crate::ops::{CapaAutodiffBackend, CapaBackend};
 use crate::store::{Stored, Tensors, apply, collect, from_bytes, to_bytes, write_atomically};
 use crate::train::{Moments, OptimizerKind, TrainConfig, Trainer};
 
@@ -27,6 +27,9 @@ const KEY_FORMAT: &str = "capa.format";
 const KEY_CONFIG: &str = "capa.config";
 const KEY_STEP: &str = "capa.step";
 const KEY_OPTIMIZER: &str = "capa.optimizer";
+const KEY_UPDATES: &str = "capa.optimizer_updates";
+/// The name groups a file may hold.
+const GROUPS: [&str; 3] = ["net.", "ema.", "optimizer."];
 
 fn metadata(config: &NetConfig) -> HashMap<String, String> {
     HashMap::from([
@@ -52,6 +55,14 @@ fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), Ne
         .and_then(|json| serde_json::from_str(json).map_err(|e| NetError::Format(format!("bad `{KEY_CONFIG}`: {e}"))))
         .map_err(in_file)?;
     config.validate().map_err(in_file)?;
+    let strangers: Vec<&str> =
+        tensors.keys().filter(|name| !GROUPS.iter().any(|g| name.starts_with(g))).map(String::as_str).collect();
+    if !strangers.is_empty() {
+        return Err(in_file(NetError::Format(format!(
+            "tensors outside net./ema./optimizer.: {}",
+            strangers.join(", ")
+        ))));
+    }
     // Build nothing the file cannot fill: a damaged config could ask for a
     // network far larger than memory.
     let stored: usize = tensors.iter().filter(|(name, _)| name.starts_with("net.")).map(|(_, t)| t.values.len()).sum();
@@ -67,7 +78,8 @@ fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), Ne
 /// Writes `net` as a network file.
 ///
 /// # Errors
-/// [`NetError::Io`] when the file cannot be written.
+/// [`NetError::Io`] when the file cannot be written, [`NetError::Format`]
+/// when the tensors cannot be serialised.
 pub fn save_net<B: Backend>(net: &Net<B>, path: &Path) -> Result<(), NetError> {
     let mut tensors = Tensors::new();
     collect(net, "net.", &mut tensors);
@@ -80,7 +92,7 @@ pub fn save_net<B: Backend>(net: &Net<B>, path: &Path) -> Result<(), NetError> {
 /// # Errors
 /// [`NetError`] naming the file: unreadable, not a capa network, or weights
 /// that do not fit the architecture.
-pub fn load_net<B: Backend>(path: &Path, device: &B::Device) -> Result<Net<B>, NetError> {
+pub fn load_net<B: CapaBackend>(path: &Path, device: &B::Device) -> Result<Net<B>, NetError> {
     let (tensors, _, config) = read(path)?;
     apply(Net::new(&config, device), "net.", &tensors, &path.display().to_string())
 }
@@ -89,17 +101,29 @@ pub fn load_net<B: Backend>(path: &Path, device: &B::Device) -> Result<Net<B>, N
 /// tensors that differ when the file holds another architecture.
 ///
 /// # Errors
-/// As [`load_net`], and [`NetError::Mismatch`] when the architectures differ.
-pub fn load_net_into<B: Backend>(net: Net<B>, path: &Path) -> Result<Net<B>, NetError> {
-    let (tensors, _, _) = read(path)?;
-    apply(net, "net.", &tensors, &path.display().to_string())
+/// As [`load_net`], and [`NetError::Mismatch`] when the architectures differ
+/// (also when only settings without tensors of their own differ, such as
+/// the GroupNorm groups).
+pub fn load_net_into<B: CapaBackend>(net: Net<B>, path: &Path) -> Result<Net<B>, NetError> {
+    let (tensors, _, config) = read(path)?;
+    let what = path.display().to_string();
+    let wanted = net.config().clone();
+    match apply(net, "net.", &tensors, &what) {
+        Ok(net) if config == wanted => Ok(net),
+        Ok(_) => Err(NetError::Mismatch {
+            what,
+            problems: vec![format!("the file's architecture is {config:?}, the network's {wanted:?}")],
+        }),
+        Err(err) => Err(err),
+    }
 }
 
 /// Writes the whole training state of `trainer`.
 ///
 /// # Errors
-/// [`NetError::Io`] when the file cannot be written.
-pub fn save_checkpoint<B: AutodiffBackend>(trainer: &Trainer<B>, path: &Path) -> Result<(), NetError> {
+/// [`NetError::Io`] when the file cannot be written, [`NetError::Format`]
+/// when the tensors cannot be serialised.
+pub fn save_checkpoint<B: CapaAutodiffBackend>(trainer: &Trainer<B>, path: &Path) -> Result<(), NetError> {
     let mut tensors = Tensors::new();
     collect(&trainer.model, "net.", &mut tensors);
     if let Some(ema) = &trainer.ema {
@@ -124,6 +148,8 @@ pub fn save_checkpoint<B: AutodiffBackend>(trainer: &Trainer<B>, path: &Path) ->
     metadata.insert(KEY_STEP.to_string(), trainer.step.to_string());
     let optimizer = serde_json::to_string(&trainer.config.optimizer).expect("serialises");
     metadata.insert(KEY_OPTIMIZER.to_string(), optimizer);
+    let updates: BTreeMap<&String, u64> = trainer.moments.iter().map(|(name, m)| (name, m.updates)).collect();
+    metadata.insert(KEY_UPDATES.to_string(), serde_json::to_string(&updates).expect("serialises"));
     write_atomically(path, &to_bytes(&tensors, metadata)?)
 }
 
@@ -133,7 +159,7 @@ pub fn save_checkpoint<B: AutodiffBackend>(trainer: &Trainer<B>, path: &Path) ->
 /// # Errors
 /// [`NetError`] naming the file when it cannot be read, does not fit its
 /// architecture, or holds another optimizer's state than `config` asks for.
-pub fn load_checkpoint<B: AutodiffBackend>(
+pub fn load_checkpoint<B: CapaAutodiffBackend>(
     path: &Path,
     config: TrainConfig,
     device: &B::Device,
@@ -146,10 +172,18 @@ pub fn load_checkpoint<B: AutodiffBackend>(
     trainer.step = metadata.get(KEY_STEP).and_then(|s| s.parse().ok()).ok_or_else(|| {
         in_file(NetError::Format(format!("no `{KEY_STEP}` metadata: a network file, not a checkpoint")))
     })?;
-    if let Some(ema) = trainer.ema.take() {
-        let has_ema = tensors.keys().any(|name| name.starts_with("ema."));
+    let has_ema = tensors.keys().any(|name| name.starts_with("ema."));
+    match trainer.ema.take() {
         // A run that turns the EMA on starts it from the current weights.
-        trainer.ema = Some(if has_ema { apply(ema, "ema.", &tensors, &what)? } else { ema });
+        Some(ema) => trainer.ema = Some(if has_ema { apply(ema, "ema.", &tensors, &what)? } else { ema }),
+        None if has_ema => {
+            return Err(in_file(NetError::Config(
+                "the checkpoint holds EMA weights but ema_decay = 0 would drop them: keep the EMA on, \
+                 or start a new run from its network file"
+                    .to_string(),
+            )));
+        }
+        None => {}
     }
     let saved: Option<OptimizerKind> = metadata.get(KEY_OPTIMIZER).and_then(|s| serde_json::from_str(s).ok());
     let has_state = tensors.keys().any(|name| name.starts_with("optimizer."));
@@ -197,12 +231,23 @@ pub fn load_checkpoint<B: AutodiffBackend>(
         }
     }
     let wants_second = trainer.config.optimizer == OptimizerKind::AdamW;
+    let updates: BTreeMap<String, u64> = match metadata.get(KEY_UPDATES) {
+        Some(json) => {
+            serde_json::from_str(json).map_err(|e| in_file(NetError::Format(format!("bad `{KEY_UPDATES}`: {e}"))))?
+        }
+        None => BTreeMap::new(),
+    };
     for (name, first) in firsts {
         let second = seconds.remove(&name);
         if second.is_some() != wants_second {
             problems.push(format!("optimizer state of {name} is incomplete"));
         }
-        trainer.moments.insert(name, Moments { first, second });
+        match updates.get(&name) {
+            Some(&updates) if updates > 0 => {
+                trainer.moments.insert(name, Moments { first, second, updates });
+            }
+            _ => problems.push(format!("optimizer state of {name} has no update count")),
+        }
     }
     problems.extend(seconds.keys().map(|name| format!("optimizer state of {name} is incomplete")));
     if !problems.is_empty() {

@@ -84,11 +84,12 @@ pub trait NetGame: Game {
 /// Encodes a batch in parallel: `out` holds `histories.len()` inputs back to back.
 ///
 /// # Panics
-/// As [`NetGame::encode`], for any entry.
+/// As [`NetGame::encode`], for any entry, and when `out` is shorter than the batch.
 pub fn encode_batch<'a, G: NetGame>(
     histories: impl IndexedParallelIterator<Item = (&'a [G], &'a [bool])>,
     out: &mut [f32],
 ) {
+    assert!(out.len() >= histories.len() * G::INPUT_LEN, "the output is too short for the batch");
     histories.zip(out.par_chunks_mut(G::INPUT_LEN)).for_each(|((history, repeated), input)| {
         G::encode(history, repeated, input);
     });

@@ -8,12 +8,11 @@
 
 use std::marker::PhantomData;
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use burn::prelude::*;
-use burn::tensor::backend::AutodiffBackend;
 use capa_mcts::{EvalError, Evaluations, Evaluator, LeafRequest, Value};
 use rayon::prelude::*;
 
@@ -22,6 +21,7 @@ use crate::backend::{BackendTask, DeviceSpec, with_backend};
 use crate::checkpoint::load_net;
 use crate::encode::{NetGame, encode_batch};
 use crate::model::{MOVES_LEFT_SCALE, Net};
+use crate::ops::{CapaAutodiffBackend, CapaBackend};
 
 /// A padded batch of planes going to the network thread.
 struct Job {
@@ -50,7 +50,7 @@ impl<G: NetGame> NetEvaluator<G> {
     ///
     /// # Errors
     /// [`NetError::Config`] when the network plays another game than `G`.
-    pub fn from_net<B: Backend>(net: Net<B>, device: B::Device) -> Result<NetEvaluator<G>, NetError> {
+    pub fn from_net<B: CapaBackend>(net: Net<B>, device: B::Device) -> Result<NetEvaluator<G>, NetError> {
         let game = net.config().game;
         if game.name() != G::NAME {
             return Err(NetError::Config(format!("the network plays {}, not {}", game.name(), G::NAME)));
@@ -76,7 +76,7 @@ impl<G: NetGame> NetEvaluator<G> {
         struct Load<'a, G>(&'a Path, PhantomData<G>);
         impl<G: NetGame> BackendTask for Load<'_, G> {
             type Output = Result<NetEvaluator<G>, NetError>;
-            fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output {
+            fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Self::Output {
                 let net = load_net::<B::InnerBackend>(self.0, &device)?;
                 NetEvaluator::from_net(net, device)
             }
@@ -85,6 +85,9 @@ impl<G: NetGame> NetEvaluator<G> {
     }
 
     fn run(&self, batch: &[LeafRequest<G>]) -> Result<Answer, String> {
+        if let Some(i) = batch.iter().position(|r| r.history().is_empty() || r.history().len() != r.repeated().len()) {
+            return Err(format!("request {i} of the batch has no position or mismatched repetition flags"));
+        }
         let rows = batch.len().next_power_of_two();
         // Padding rows stay zero.
         let mut planes = vec![0.0; rows * G::INPUT_LEN];
@@ -104,11 +107,18 @@ impl<G: NetGame> NetEvaluator<G> {
 
 impl<G: NetGame> Evaluator<G> for NetEvaluator<G> {
     fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
-        out.clear();
         if batch.is_empty() {
             return Ok(());
         }
         let answer = self.run(batch)?;
+        let used = batch.len();
+        let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+        if !(finite(&answer.policy[..used * self.policy_size])
+            && finite(&answer.wdl[..used * 3])
+            && finite(&answer.moves_left[..used]))
+        {
+            return Err("the network's output is not finite (damaged or diverged weights)".into());
+        }
         for (row, request) in batch.iter().enumerate() {
             let logits = &answer.policy[row * self.policy_size..][..self.policy_size];
             let position = request.position();
@@ -125,8 +135,8 @@ impl<G: NetGame> Evaluator<G> for NetEvaluator<G> {
 impl<G: NetGame> Drop for NetEvaluator<G> {
     fn drop(&mut self) {
         // Closing the channel ends the thread's loop.
-        self.jobs.lock().map(|mut jobs| jobs.take()).ok();
-        if let Some(worker) = self.worker.lock().ok().and_then(|mut w| w.take()) {
+        self.jobs.get_mut().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(worker) = self.worker.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = worker.join();
         }
     }
@@ -140,7 +150,7 @@ fn softmax3(logits: &[f32]) -> [f32; 3] {
 }
 
 /// The network thread: runs each job until the channel closes.
-fn serve<G: NetGame, B: Backend>(net: &Net<B>, device: &B::Device, jobs: &Receiver<Job>) {
+fn serve<G: NetGame, B: CapaBackend>(net: &Net<B>, device: &B::Device, jobs: &Receiver<Job>) {
     let (ranks, files) = (G::RANKS, G::FILES);
     for job in jobs {
         let rows = job.rows;

@@ -15,6 +15,7 @@ mod encode;
 mod evaluator;
 mod loss;
 mod model;
+mod ops;
 mod store;
 mod train;
 
@@ -26,7 +27,8 @@ pub use config::{GameKind, NetConfig};
 pub use encode::{NetGame, encode_batch};
 pub use evaluator::NetEvaluator;
 pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
-pub use model::{MOVES_LEFT_SCALE, Net, NetOutput, mish};
+pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
+pub use ops::{CapaAutodiffBackend, CapaBackend, mish};
 pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 
 /// burn itself, so that users of capa-net name the same version.

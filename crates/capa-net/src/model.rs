@@ -14,6 +14,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, softmax, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
+use crate::ops::{CapaBackend, mish};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -36,16 +37,6 @@ fn conv1x1<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Con
 
 fn output_layer<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Linear<B> {
     LinearConfig::new(inputs, outputs).with_initializer(Initializer::XavierUniform { gain: OUTPUT_GAIN }).init(device)
-}
-
-/// Mish, `x tanh(softplus(x))`, with one exponential:
-/// `tanh(ln(1 + e)) = n / (n + 2)` where `n = e (e + 2)` and `e = exp(x)`.
-/// (burn's `mish` costs an exp, a log and a tanh per element.)
-pub fn mish<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-    // Beyond 20, n / (n + 2) is 1 in f32; the clamp keeps exp finite.
-    let e = x.clone().clamp_max(20.0).exp();
-    let n = e.clone() * e.add_scalar(2.0);
-    x * n.clone() / n.add_scalar(2.0)
 }
 
 /// Group normalisation with a learned scale (`gamma`) and shift (`beta`)
@@ -71,7 +62,7 @@ struct Normalisation<B: Backend> {
     channel_mean: Tensor<B, 2>,
 }
 
-impl<B: Backend> GroupNorm<B> {
+impl<B: CapaBackend> GroupNorm<B> {
     const EPSILON: f64 = 1e-5;
 
     fn new(groups: usize, channels: usize, device: &B::Device) -> Self {
@@ -111,7 +102,7 @@ impl<B: Backend> GroupNorm<B> {
 
 /// `x * scale + shift` with per-(sample, channel) coefficients `[batch,
 /// channels]`, laid out so the backend broadcasts along contiguous rows.
-fn scale_and_shift<B: Backend>(x: Tensor<B, 4>, scale: Tensor<B, 2>, shift: Tensor<B, 2>) -> Tensor<B, 4> {
+fn scale_and_shift<B: CapaBackend>(x: Tensor<B, 4>, scale: Tensor<B, 2>, shift: Tensor<B, 2>) -> Tensor<B, 4> {
     let [batch, channels, ranks, files] = x.dims();
     let column = |t: Tensor<B, 2>| t.reshape([batch, channels, 1]);
     (x.reshape([batch, channels, ranks * files]) * column(scale) + column(shift))
@@ -126,7 +117,7 @@ pub struct SqueezeExcitation<B: Backend> {
     excite: Linear<B>,
 }
 
-impl<B: Backend> SqueezeExcitation<B> {
+impl<B: CapaBackend> SqueezeExcitation<B> {
     fn new(channels: usize, ratio: usize, device: &B::Device) -> Self {
         SqueezeExcitation {
             squeeze: LinearConfig::new(channels, channels / ratio).init(device),
@@ -152,7 +143,7 @@ pub struct ResBlock<B: Backend> {
     se: SqueezeExcitation<B>,
 }
 
-impl<B: Backend> ResBlock<B> {
+impl<B: CapaBackend> ResBlock<B> {
     fn new(config: &NetConfig, device: &B::Device) -> Self {
         let channels = config.channels;
         ResBlock {
@@ -196,7 +187,7 @@ pub struct TransformerBlock<B: Backend> {
     heads: usize,
 }
 
-impl<B: Backend> TransformerBlock<B> {
+impl<B: CapaBackend> TransformerBlock<B> {
     fn new(config: &NetConfig, device: &B::Device) -> Self {
         let width = config.channels;
         let offsets = (2 * config.game.ranks() - 1) * (2 * config.game.files() - 1);
@@ -258,7 +249,7 @@ pub struct PolicyHead<B: Backend> {
     out: Linear<B>,
 }
 
-impl<B: Backend> PolicyHead<B> {
+impl<B: CapaBackend> PolicyHead<B> {
     fn new(config: &NetConfig, device: &B::Device) -> Self {
         PolicyHead {
             conv: conv1x1(config.channels, POLICY_CHANNELS, device),
@@ -279,7 +270,7 @@ pub struct ScalarHead<B: Backend> {
     out: Linear<B>,
 }
 
-impl<B: Backend> ScalarHead<B> {
+impl<B: CapaBackend> ScalarHead<B> {
     fn new(config: &NetConfig, channels: usize, outputs: usize, device: &B::Device) -> Self {
         ScalarHead {
             conv: conv1x1(config.channels, channels, device),
@@ -325,6 +316,13 @@ pub struct NetOutput<B: Backend> {
 }
 
 impl<B: Backend> Net<B> {
+    /// The architecture this network was built from.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+}
+
+impl<B: CapaBackend> Net<B> {
     /// A freshly initialised network. The config must have passed
     /// [`NetConfig::validate`].
     pub fn new(config: &NetConfig, device: &B::Device) -> Self {
@@ -340,11 +338,6 @@ impl<B: Backend> Net<B> {
             future: config.future_head.then(|| PolicyHead::new(config, device)),
             config: config.clone(),
         }
-    }
-
-    /// The architecture this network was built from.
-    pub fn config(&self) -> &NetConfig {
-        &self.config
     }
 
     /// Runs the network on `planes`, `[batch, planes, ranks, files]`;
@@ -398,7 +391,18 @@ mod tests {
     fn one_exponential_mish_is_mish() {
         let x =
             Tensor::<Flex, 1>::from_floats([-100.0, -20.0, -3.0, -0.5, 0.0, 0.3, 2.0, 19.0, 25.0, 1e4], &FlexDevice);
-        assert_close(mish(x.clone()), burn::tensor::activation::mish(x), 1e-6);
+        assert_close(mish(x.clone()), burn::tensor::activation::mish(x.clone()), 1e-6);
+        // The gradient against burn's differentiated composite, where that
+        // is finite (it is NaN at 1e4), and its limits beyond.
+        let ad = |x: Tensor<Flex, 1>| Tensor::<burn::backend::Autodiff<Flex>, 1>::from_inner(x).require_grad();
+        let moderate = Tensor::<Flex, 1>::from_floats([-20.0, -3.0, -0.5, 0.0, 0.3, 2.0, 19.0], &FlexDevice);
+        let (ours, reference) = (ad(moderate.clone()), ad(moderate));
+        let g1 = mish(ours.clone()).sum().backward();
+        let g2 = burn::tensor::activation::mish(reference.clone()).sum().backward();
+        assert_close(ours.grad(&g1).unwrap(), reference.grad(&g2).unwrap(), 1e-5);
+        let extremes = ad(Tensor::<Flex, 1>::from_floats([-100.0, 1e4], &FlexDevice));
+        let g = mish(extremes.clone()).sum().backward();
+        assert_close(extremes.grad(&g).unwrap(), Tensor::from_floats([0.0, 1.0], &FlexDevice), 1e-6);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::prelude::*;
@@ -145,7 +146,11 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Tensors, HashMap<String, String>), Ne
         if view.dtype() != Dtype::F32 {
             return Err(NetError::Format(format!("tensor {name} is {:?}; capa stores F32 only", view.dtype())));
         }
-        let values = view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let values: Vec<f32> =
+            view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+            return Err(NetError::Format(format!("tensor {name} holds {bad}: the weights are damaged")));
+        }
         tensors.insert(name.to_string(), Stored { shape: view.shape().to_vec(), values });
     }
     Ok((tensors, metadata))
@@ -166,9 +171,12 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), NetError> {
     let name = path
         .file_name()
         .ok_or_else(|| io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")))?;
-    let temporary = directory.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    // Unique per process and call, so concurrent writers never share a file.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let serial = WRITES.fetch_add(1, Ordering::Relaxed);
+    let temporary = directory.join(format!(".{}.tmp-{}-{serial}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
-        let mut file = File::create(&temporary)?;
+        let mut file = File::options().write(true).create_new(true).open(&temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&temporary, path)?;

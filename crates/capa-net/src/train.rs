@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::NetError;
 use crate::loss::{LossWeights, Targets, losses};
 use crate::model::Net;
+use crate::ops::CapaAutodiffBackend;
 
 /// Which optimizer updates the weights.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +50,7 @@ pub struct TrainConfig {
     pub optimizer: OptimizerKind,
     /// The peak learning rate.
     pub learning_rate: f64,
-    /// Steps of linear warm-up from 0 to the peak.
+    /// Steps of linear warm-up: step `i` uses `(i + 1) / warmup_steps` of the peak.
     pub warmup_steps: u64,
     /// The schedule after the warm-up.
     pub schedule: ScheduleKind,
@@ -69,8 +70,9 @@ pub struct TrainConfig {
     pub epsilon: f64,
     /// SGD: Nesterov momentum.
     pub nesterov: bool,
-    /// Weight decay on weight matrices and kernels (not biases or norms):
-    /// decoupled for AdamW, L2 for SGD.
+    /// Weight decay on every parameter of two or more dimensions (weight
+    /// matrices, kernels, the attention's position-bias tables; not biases
+    /// or norms): decoupled for AdamW, L2 for SGD.
     pub weight_decay: f64,
     /// Rescale the gradient when its global L2 norm exceeds this (0: never).
     pub grad_clip_norm: f64,
@@ -161,6 +163,9 @@ pub(crate) struct Moments<B: Backend> {
     pub first: Tensor<B, 1>,
     /// AdamW's second moment.
     pub second: Option<Tensor<B, 1>>,
+    /// Updates this parameter has had: AdamW's bias correction counts them
+    /// per parameter, so a head switched on late starts its own count.
+    pub updates: u64,
 }
 
 /// What one training step reports.
@@ -178,13 +183,16 @@ pub struct StepReport {
     pub future: f32,
     /// Global gradient norm before clipping.
     pub grad_norm: f32,
+    /// Whether the update was skipped because the gradient was not finite
+    /// (the weights, optimizer state and EMA are then unchanged).
+    pub skipped: bool,
     /// The learning rate the step used.
     pub learning_rate: f64,
 }
 
 /// A network being trained: the weights, the optimizer state, the EMA copy
 /// and the step count.
-pub struct Trainer<B: AutodiffBackend> {
+pub struct Trainer<B: CapaAutodiffBackend> {
     pub(crate) model: Net<B>,
     pub(crate) ema: Option<Net<B::InnerBackend>>,
     pub(crate) moments: HashMap<String, Moments<B::InnerBackend>>,
@@ -192,7 +200,7 @@ pub struct Trainer<B: AutodiffBackend> {
     pub(crate) config: TrainConfig,
 }
 
-impl<B: AutodiffBackend> Trainer<B> {
+impl<B: CapaAutodiffBackend> Trainer<B> {
     /// Starts training `model` from step 0.
     ///
     /// # Errors
@@ -237,6 +245,23 @@ impl<B: AutodiffBackend> Trainer<B> {
         let scale = if clip > 0.0 && grad_norm > clip as f32 { clip / grad_norm as f64 } else { 1.0 };
         let learning_rate = self.config.learning_rate_at(self.step);
         self.step += 1;
+        let scalar = |t: Tensor<B, 1>| t.into_scalar().elem::<f32>();
+        let mut report = StepReport {
+            total: scalar(losses.total),
+            policy: scalar(losses.policy),
+            wdl: scalar(losses.wdl),
+            moves_left: scalar(losses.moves_left),
+            future: scalar(losses.future),
+            grad_norm,
+            skipped: false,
+            learning_rate,
+        };
+        // One bad batch must not poison the weights, the EMA and every
+        // checkpoint after it.
+        if !grad_norm.is_finite() {
+            report.skipped = true;
+            return report;
+        }
 
         let mut update = Update::<B> {
             path: Vec::new(),
@@ -245,7 +270,6 @@ impl<B: AutodiffBackend> Trainer<B> {
             config: &self.config,
             learning_rate,
             scale,
-            step: self.step,
             updated: HashMap::new(),
             keep_updated: self.ema.is_some(),
         };
@@ -256,16 +280,7 @@ impl<B: AutodiffBackend> Trainer<B> {
             let decay = self.config.ema_decay;
             self.ema = Some(ema.map(&mut Average { path: Vec::new(), updated, decay }));
         }
-        let scalar = |t: Tensor<B, 1>| t.into_scalar().elem::<f32>();
-        StepReport {
-            total: scalar(losses.total),
-            policy: scalar(losses.policy),
-            wdl: scalar(losses.wdl),
-            moves_left: scalar(losses.moves_left),
-            future: scalar(losses.future),
-            grad_norm,
-            learning_rate,
-        }
+        report
     }
 }
 
@@ -298,7 +313,6 @@ struct Update<'a, B: AutodiffBackend> {
     config: &'a TrainConfig,
     learning_rate: f64,
     scale: f64,
-    step: u64,
     updated: HashMap<String, Tensor<B::InnerBackend, 1>>,
     keep_updated: bool,
 }
@@ -328,36 +342,36 @@ impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
         let name = self.path.join(".");
         let c = self.config;
         let lr = self.learning_rate;
+        let previous = self.moments.remove(&name);
+        let updates = previous.as_ref().map_or(0, |m| m.updates) + 1;
         let weight = match c.optimizer {
             OptimizerKind::Sgd => {
                 if decay > 0.0 {
                     gradient = gradient + weight.clone().mul_scalar(decay);
                 }
-                let velocity = match self.moments.remove(&name) {
+                let velocity = match previous {
                     Some(m) => m.first.mul_scalar(c.momentum) + gradient.clone(),
                     None => gradient.clone(),
                 };
                 let direction =
                     if c.nesterov { gradient + velocity.clone().mul_scalar(c.momentum) } else { velocity.clone() };
-                self.moments.insert(name.clone(), Moments { first: velocity, second: None });
+                self.moments.insert(name.clone(), Moments { first: velocity, second: None, updates });
                 weight - direction.mul_scalar(lr)
             }
             OptimizerKind::AdamW => {
-                let (first, second) = match self.moments.remove(&name) {
-                    Some(Moments { first, second: Some(second) }) => (
-                        first.mul_scalar(c.momentum) + gradient.clone().mul_scalar(1.0 - c.momentum),
-                        second.mul_scalar(c.beta2) + gradient.powi_scalar(2).mul_scalar(1.0 - c.beta2),
-                    ),
-                    _ => (
-                        gradient.clone().mul_scalar(1.0 - c.momentum),
-                        gradient.powi_scalar(2).mul_scalar(1.0 - c.beta2),
-                    ),
+                let squared = gradient.clone().powi_scalar(2).mul_scalar(1.0 - c.beta2);
+                let gradient = gradient.mul_scalar(1.0 - c.momentum);
+                let (first, second) = match previous {
+                    Some(Moments { first, second: Some(second), .. }) => {
+                        (first.mul_scalar(c.momentum) + gradient, second.mul_scalar(c.beta2) + squared)
+                    }
+                    _ => (gradient, squared),
                 };
-                let t = self.step.min(i32::MAX as u64) as i32;
+                let t = updates.min(i32::MAX as u64) as i32;
                 let first_unbiased = first.clone().div_scalar(1.0 - c.momentum.powi(t));
                 let second_unbiased = second.clone().div_scalar(1.0 - c.beta2.powi(t));
                 let step = first_unbiased / second_unbiased.sqrt().add_scalar(c.epsilon);
-                self.moments.insert(name.clone(), Moments { first, second: Some(second) });
+                self.moments.insert(name.clone(), Moments { first, second: Some(second), updates });
                 let weight = if decay > 0.0 { weight.mul_scalar(1.0 - lr * decay) } else { weight };
                 weight - step.mul_scalar(lr)
             }

@@ -138,6 +138,23 @@ fn chess_fen_start_fills_history_and_undoes_the_double_push() {
 }
 
 #[test]
+fn chess_fen_start_undoes_a_black_double_push_too() {
+    // Black just played d7d5; white's pawn on e5 can take en passant. White to move.
+    let fen = "rnbqkbnr/ppp1pppp/8/3pP3/8/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 3";
+    let mut history = History::new(Chess::from_fen(fen).unwrap());
+    play(&mut history, "g1f3");
+    let p = planes(&history);
+    // Black to move now, so ranks are mirrored. Slot 1 is the FEN position
+    // itself: black's d-pawn really stands on d5 (seen on d4).
+    let black_pawns_now = (RANK_2 & !(1 << 11)) | (1 << (3 * 8 + 3));
+    assert_eq!(bitboard(&p, 13), black_pawns_now, "slot 1: our pawns as they stood");
+    for slot in 2..8 {
+        // The fill copies draw the d-pawn back on d7 (seen on d2).
+        assert_eq!(bitboard(&p, slot * 13), RANK_2, "slot {slot}: our pawns, double push undone");
+    }
+}
+
+#[test]
 fn capablanca_planes() {
     assert_eq!(Capablanca::PLANES, 139);
     let mut history = History::new(Capablanca::startpos());

@@ -196,6 +196,11 @@ fn loading_into_another_architecture_lists_the_differences() {
     assert!(text.contains("missing net.blocks.2.conv1.weight"), "{text}");
     assert!(text.contains("unexpected net.future.out.weight"), "{text}");
     assert!(problems.len() > 10, "{text}");
+
+    // Settings without tensors of their own (GroupNorm groups) are compared too.
+    let regrouped = NetConfig { groups: 4, ..tiny(GameKind::Chess) };
+    let err = load_net_into(Net::<Infer>::new(&regrouped, &FlexDevice), &path).unwrap_err();
+    assert!(err.to_string().contains("groups: 8") && err.to_string().contains("groups: 4"), "{err}");
 }
 
 #[test]
@@ -283,10 +288,13 @@ fn a_resumed_run_continues_exactly() {
 
         let other = TrainConfig {
             optimizer: if optimizer == OptimizerKind::Sgd { OptimizerKind::AdamW } else { OptimizerKind::Sgd },
-            ..settings
+            ..settings.clone()
         };
         let err = load_checkpoint::<Train>(&path, other, &device).err().unwrap();
         assert!(err.to_string().contains("keep the optimizer"), "{err}");
+        let without_ema = TrainConfig { ema_decay: 0.0, ..settings.clone() };
+        let err = load_checkpoint::<Train>(&path, without_ema, &device).err().unwrap();
+        assert!(err.to_string().contains("EMA"), "{err}");
     }
 }
 
@@ -334,7 +342,7 @@ fn backends_not_compiled_in_say_which_feature_to_enable() {
     struct Nothing;
     impl capa_net::BackendTask for Nothing {
         type Output = ();
-        fn run<B: burn::tensor::backend::AutodiffBackend>(self, _: B::Device) {}
+        fn run<B: capa_net::CapaAutodiffBackend>(self, _: B::Device) {}
     }
     for backend in [BackendKind::Wgpu, BackendKind::Cuda] {
         if !backend.compiled() {
@@ -372,4 +380,19 @@ fn the_evaluator_gives_priors_over_legal_moves_and_drives_a_search() {
 
     // A network for another game is refused.
     assert!(NetEvaluator::<Chess>::from_file(&path, DeviceSpec::CPU).is_err());
+}
+
+#[test]
+fn a_non_finite_gradient_changes_nothing() {
+    let config = tiny(GameKind::Chess);
+    let batch = positions::<Chess>(4, 13);
+    let input = planes::<Chess, Train>(&batch, &FlexDevice);
+    let mut target = targets::<Chess, Train>(&batch, &FlexDevice);
+    target.wdl = target.wdl.mul_scalar(f32::NAN);
+    let mut trainer = Trainer::new(Net::<Train>::new(&config, &FlexDevice), train_config()).unwrap();
+    let probe = planes::<Chess, Infer>(&batch, &FlexDevice);
+    let before = values(trainer.inference_net().forward(probe.clone(), false).policy);
+    let report = trainer.step(input, target);
+    assert!(report.skipped && !report.grad_norm.is_finite(), "{report:?}");
+    assert_eq!(values(trainer.inference_net().forward(probe, false).policy), before);
 }
