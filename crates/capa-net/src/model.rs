@@ -11,10 +11,10 @@ use burn::module::Param;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
-use burn::tensor::activation::{sigmoid, softmax, softplus};
+use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
-use crate::ops::{CapaBackend, mish};
+use crate::ops::{CapaBackend, mish, softmax_last};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -220,7 +220,7 @@ impl<B: CapaBackend> TransformerBlock<B> {
         let bias = self.position_bias.val().select(1, positions).reshape([1, cells]);
         let logits = query.matmul(key.swap_dims(2, 3)).mul_scalar(1.0 / (head_width as f64).sqrt());
         let logits = (logits.reshape([batch, cells]) + bias).reshape([batch, heads, squares, squares]);
-        let context = softmax(logits, 3).matmul(value).swap_dims(1, 2).reshape([batch, squares, width]);
+        let context = softmax_last(logits).matmul(value).swap_dims(1, 2).reshape([batch, squares, width]);
         let x = x + self.out.forward(context);
         let h = self.ffn_norm.forward(x.clone());
         x + self.ffn_out.forward(mish(self.ffn_in.forward(h)))
@@ -403,6 +403,20 @@ mod tests {
         let extremes = ad(Tensor::<Flex, 1>::from_floats([-100.0, 1e4], &FlexDevice));
         let g = mish(extremes.clone()).sum().backward();
         assert_close(extremes.grad(&g).unwrap(), Tensor::from_floats([0.0, 1.0], &FlexDevice), 1e-6);
+    }
+
+    #[test]
+    fn softmax_op_matches_burns_with_its_gradient() {
+        type Ad = burn::backend::Autodiff<Flex>;
+        let x = Tensor::<Flex, 3>::random([3, 5, 7], Distribution::Normal(0.0, 3.0), &FlexDevice);
+        let weights = Tensor::<Flex, 3>::random([3, 5, 7], Distribution::Normal(0.0, 1.0), &FlexDevice);
+        assert_close(crate::ops::softmax_last(x.clone()), burn::tensor::activation::softmax(x.clone(), 2), 1e-6);
+        let (ours, reference) =
+            (Tensor::<Ad, 3>::from_inner(x.clone()).require_grad(), Tensor::<Ad, 3>::from_inner(x).require_grad());
+        let w = Tensor::<Ad, 3>::from_inner(weights);
+        let g1 = (crate::ops::softmax_last(ours.clone()) * w.clone()).sum().backward();
+        let g2 = (burn::tensor::activation::softmax(reference.clone(), 2) * w).sum().backward();
+        assert_close(ours.grad(&g1).unwrap(), reference.grad(&g2).unwrap(), 1e-5);
     }
 
     #[test]
