@@ -31,29 +31,53 @@ pub struct Stored {
 /// Tensors by name, in name order.
 pub type Tensors = BTreeMap<String, Stored>;
 
+/// Where a module visitor or mapper stands: the field names from the root.
+/// Its [`ParamPath::name`] (`blocks.0.conv1.weight`) names a parameter in
+/// files and keys the optimizer's state, so every walk over parameters
+/// goes through this one type.
+#[derive(Debug, Default)]
+pub(crate) struct ParamPath(Vec<String>);
+
+impl ParamPath {
+    /// Steps into the field `name` (a module visitor's `enter_module`).
+    pub fn enter(&mut self, name: &str) {
+        self.0.push(name.to_string());
+    }
+
+    /// Steps back out (`exit_module`).
+    pub fn exit(&mut self) {
+        self.0.pop();
+    }
+
+    /// The current parameter's name.
+    pub fn name(&self) -> String {
+        self.0.join(".")
+    }
+}
+
 /// Copies every float parameter of `module` into `out`, named `prefix` + its
 /// path (`blocks.0.conv1.weight`).
 pub fn collect<B: Backend, M: Module<B>>(module: &M, prefix: &str, out: &mut Tensors) {
     struct Collector<'a> {
-        path: Vec<String>,
+        path: ParamPath,
         prefix: &'a str,
         out: &'a mut Tensors,
     }
     impl<B: Backend> ModuleVisitor<B> for Collector<'_> {
         fn enter_module(&mut self, name: &str, _: &str) {
-            self.path.push(name.to_string());
+            self.path.enter(name);
         }
         fn exit_module(&mut self, _: &str, _: &str) {
-            self.path.pop();
+            self.path.exit();
         }
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
             let tensor = param.val();
             let shape = tensor.dims().to_vec();
             let values = tensor.into_data().convert::<f32>().into_vec::<f32>().expect("converted to f32");
-            self.out.insert(format!("{}{}", self.prefix, self.path.join(".")), Stored { shape, values });
+            self.out.insert(format!("{}{}", self.prefix, self.path.name()), Stored { shape, values });
         }
     }
-    module.visit(&mut Collector { path: Vec::new(), prefix, out });
+    module.visit(&mut Collector { path: ParamPath::default(), prefix, out });
 }
 
 /// Replaces every float parameter of `module` by the tensor named `prefix` +
@@ -66,7 +90,7 @@ pub fn collect<B: Backend, M: Module<B>>(module: &M, prefix: &str, out: &mut Ten
 /// value silently.
 pub fn apply<B: Backend, M: Module<B>>(module: M, prefix: &str, source: &Tensors, what: &str) -> Result<M, NetError> {
     struct Applier<'a> {
-        path: Vec<String>,
+        path: ParamPath,
         prefix: &'a str,
         source: &'a Tensors,
         used: BTreeSet<String>,
@@ -74,14 +98,14 @@ pub fn apply<B: Backend, M: Module<B>>(module: M, prefix: &str, source: &Tensors
     }
     impl<B: Backend> ModuleMapper<B> for Applier<'_> {
         fn enter_module(&mut self, name: &str, _: &str) {
-            self.path.push(name.to_string());
+            self.path.enter(name);
         }
         fn exit_module(&mut self, _: &str, _: &str) {
-            self.path.pop();
+            self.path.exit();
         }
         fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
             let (id, tensor, mapper) = param.consume();
-            let name = format!("{}{}", self.prefix, self.path.join("."));
+            let name = format!("{}{}", self.prefix, self.path.name());
             let wanted = tensor.dims().to_vec();
             let tensor = match self.source.get(&name) {
                 None => {
@@ -103,7 +127,8 @@ pub fn apply<B: Backend, M: Module<B>>(module: M, prefix: &str, source: &Tensors
             Param::from_mapped_value(id, tensor, mapper)
         }
     }
-    let mut applier = Applier { path: Vec::new(), prefix, source, used: BTreeSet::new(), problems: Vec::new() };
+    let mut applier =
+        Applier { path: ParamPath::default(), prefix, source, used: BTreeSet::new(), problems: Vec::new() };
     let module = module.map(&mut applier);
     let mut problems = applier.problems;
     for (name, stored) in source.range(prefix.to_string()..).take_while(|(name, _)| name.starts_with(prefix)) {

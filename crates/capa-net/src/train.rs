@@ -19,6 +19,7 @@ use crate::NetError;
 use crate::loss::{LossWeights, Targets, losses};
 use crate::model::Net;
 use crate::ops::CapaAutodiffBackend;
+use crate::store::ParamPath;
 
 /// Which optimizer updates the weights.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,7 +265,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         }
 
         let mut update = Update::<B> {
-            path: Vec::new(),
+            path: ParamPath::default(),
             gradients,
             moments: &mut self.moments,
             config: &self.config,
@@ -278,7 +279,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         let updated = update.updated;
         if let Some(ema) = self.ema.take() {
             let decay = self.config.ema_decay;
-            self.ema = Some(ema.map(&mut Average { path: Vec::new(), updated, decay }));
+            self.ema = Some(ema.map(&mut Average { path: ParamPath::default(), updated, decay }));
         }
         report
     }
@@ -307,7 +308,7 @@ fn global_norm<B: AutodiffBackend, M: Module<B>>(model: &M, gradients: &Gradient
 }
 
 struct Update<'a, B: AutodiffBackend> {
-    path: Vec<String>,
+    path: ParamPath,
     gradients: GradientsParams,
     moments: &'a mut HashMap<String, Moments<B::InnerBackend>>,
     config: &'a TrainConfig,
@@ -319,11 +320,11 @@ struct Update<'a, B: AutodiffBackend> {
 
 impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
     fn enter_module(&mut self, name: &str, _: &str) {
-        self.path.push(name.to_string());
+        self.path.enter(name);
     }
 
     fn exit_module(&mut self, _: &str, _: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
@@ -339,7 +340,7 @@ impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
             gradient = gradient.mul_scalar(self.scale);
         }
         let decay = if D >= 2 { self.config.weight_decay } else { 0.0 };
-        let name = self.path.join(".");
+        let name = self.path.name();
         let c = self.config;
         let lr = self.learning_rate;
         let previous = self.moments.remove(&name);
@@ -386,23 +387,23 @@ impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
 
 /// Moves each EMA weight towards the freshly updated one.
 struct Average<B: Backend> {
-    path: Vec<String>,
+    path: ParamPath,
     updated: HashMap<String, Tensor<B, 1>>,
     decay: f64,
 }
 
 impl<B: Backend> ModuleMapper<B> for Average<B> {
     fn enter_module(&mut self, name: &str, _: &str) {
-        self.path.push(name.to_string());
+        self.path.enter(name);
     }
 
     fn exit_module(&mut self, _: &str, _: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
         let (id, tensor, mapper) = param.consume();
-        let tensor = match self.updated.remove(&self.path.join(".")) {
+        let tensor = match self.updated.remove(&self.path.name()) {
             Some(current) => {
                 let shape = tensor.dims();
                 tensor.mul_scalar(self.decay) + current.reshape(shape).mul_scalar(1.0 - self.decay)
