@@ -128,7 +128,7 @@ fn net_inputs<G: capa_net::NetGame>(count: usize) -> (Vec<f32>, Vec<f32>, Vec<bo
     let (mut planes, mut policy, mut legal) = (Vec::new(), Vec::new(), Vec::new());
     let mut position = G::startpos();
     let mut moves = capa_rules::MoveList::new();
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut rng = capa_mcts::Rng::new(0x2545_F491_4F6C_DD1D);
     let mut input = vec![0.0; G::INPUT_LEN];
     while planes.len() < count * G::INPUT_LEN {
         position.legal_moves(&mut moves);
@@ -142,10 +142,7 @@ fn net_inputs<G: capa_net::NetGame>(count: usize) -> (Vec<f32>, Vec<f32>, Vec<bo
         for &m in moves.iter() {
             mask[position.policy_index(m)] = true;
         }
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let chosen = moves[(state % moves.len() as u64) as usize];
+        let chosen = moves[(rng.next_u64() % moves.len() as u64) as usize];
         target[position.policy_index(chosen)] = 1.0;
         policy.extend(target);
         legal.extend(mask);

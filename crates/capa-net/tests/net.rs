@@ -34,7 +34,7 @@ fn scratch(name: &str) -> PathBuf {
 /// Positions from a seeded random game, with their planes.
 fn positions<G: NetGame>(count: usize, seed: u64) -> Vec<G> {
     let mut out = Vec::new();
-    let mut state = seed;
+    let mut rng = capa_mcts::Rng::new(seed);
     let mut position = G::startpos();
     let mut moves = MoveList::new();
     while out.len() < count {
@@ -44,8 +44,7 @@ fn positions<G: NetGame>(count: usize, seed: u64) -> Vec<G> {
             continue;
         }
         out.push(position.clone());
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        position.play(moves[(state >> 33) as usize % moves.len()]);
+        position.play(moves[(rng.next_u64() % moves.len() as u64) as usize]);
     }
     out
 }
@@ -230,11 +229,9 @@ fn bad_files_are_errors_that_name_the_file() {
 
     // Damage anywhere in the file: an error or (for a flipped bit in a weight)
     // a network, never a panic.
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = capa_mcts::Rng::new(0x9E37_79B9_7F4A_7C15);
     for _ in 0..300 {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
+        let state = rng.next_u64();
         let mut damaged = bytes.clone();
         let at =
             if state.is_multiple_of(2) { (state >> 8) as usize % 600 } else { (state >> 8) as usize % bytes.len() };
