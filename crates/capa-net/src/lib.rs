@@ -11,6 +11,8 @@
 mod backend;
 mod checkpoint;
 mod config;
+#[cfg(feature = "flex")]
+mod cpu_conv;
 mod encode;
 mod evaluator;
 mod loss;

@@ -8,13 +8,12 @@
 //! ```
 
 use burn::module::Param;
-use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
-use crate::ops::{CapaBackend, mish, softmax_last};
+use crate::ops::{CapaBackend, conv_same, mish, softmax_last};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -24,15 +23,37 @@ const OUTPUT_GAIN: f64 = 0.01;
 /// loss near 1).
 pub const MOVES_LEFT_SCALE: f32 = 20.0;
 
-fn conv3x3<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv2d<B> {
-    Conv2dConfig::new([inputs, outputs], [3, 3])
-        .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
-        .with_bias(false)
-        .init(device)
+/// A convolution that keeps the board's size (stride 1, zero padding of
+/// half the kernel), run through [`CapaBackend::conv_same`] so that the CPU
+/// gets capa's kernels. Initialised as burn's `Conv2d` is (Kaiming uniform
+/// with gain 1/sqrt(3)), with the same parameter names.
+#[derive(Module, Debug)]
+pub struct Conv<B: Backend> {
+    weight: Param<Tensor<B, 4>>,
+    bias: Option<Param<Tensor<B, 1>>>,
 }
 
-fn conv1x1<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv2d<B> {
-    Conv2dConfig::new([inputs, outputs], [1, 1]).init(device)
+impl<B: CapaBackend> Conv<B> {
+    fn new(inputs: usize, outputs: usize, kernel: usize, bias: bool, device: &B::Device) -> Self {
+        let initializer = Initializer::KaimingUniform { gain: 1.0 / 3f64.sqrt(), fan_out_only: false };
+        let (fan_in, fan_out) = (inputs * kernel * kernel, outputs * kernel * kernel);
+        Conv {
+            weight: initializer.init_with([outputs, inputs, kernel, kernel], Some(fan_in), Some(fan_out), device),
+            bias: bias.then(|| initializer.init_with([outputs], Some(fan_in), Some(fan_out), device)),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        conv_same(x, self.weight.val(), self.bias.as_ref().map(Param::val))
+    }
+}
+
+fn conv3x3<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
+    Conv::new(inputs, outputs, 3, false, device)
+}
+
+fn conv1x1<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
+    Conv::new(inputs, outputs, 1, true, device)
 }
 
 fn output_layer<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Linear<B> {
@@ -136,9 +157,9 @@ impl<B: CapaBackend> SqueezeExcitation<B> {
 /// conv -> GN -> Mish -> conv -> GN -> SE -> + input -> Mish.
 #[derive(Module, Debug)]
 pub struct ResBlock<B: Backend> {
-    conv1: Conv2d<B>,
+    conv1: Conv<B>,
     norm1: GroupNorm<B>,
-    conv2: Conv2d<B>,
+    conv2: Conv<B>,
     norm2: GroupNorm<B>,
     se: SqueezeExcitation<B>,
 }
@@ -245,7 +266,7 @@ pub fn relative_positions<B: Backend>(ranks: usize, files: usize, device: &B::De
 /// 1x1 conv -> Mish -> flatten -> linear (policy and future move).
 #[derive(Module, Debug)]
 pub struct PolicyHead<B: Backend> {
-    conv: Conv2d<B>,
+    conv: Conv<B>,
     out: Linear<B>,
 }
 
@@ -265,7 +286,7 @@ impl<B: CapaBackend> PolicyHead<B> {
 /// 1x1 conv -> Mish -> flatten -> linear -> Mish -> linear (WDL and moves left).
 #[derive(Module, Debug)]
 pub struct ScalarHead<B: Backend> {
-    conv: Conv2d<B>,
+    conv: Conv<B>,
     hidden: Linear<B>,
     out: Linear<B>,
 }
@@ -288,7 +309,7 @@ impl<B: CapaBackend> ScalarHead<B> {
 /// The whole network. Build it with [`Net::new`] from a [`NetConfig`].
 #[derive(Module, Debug)]
 pub struct Net<B: Backend> {
-    input_conv: Conv2d<B>,
+    input_conv: Conv<B>,
     input_norm: GroupNorm<B>,
     blocks: Vec<ResBlock<B>>,
     transformer: Vec<TransformerBlock<B>>,
@@ -417,6 +438,40 @@ mod tests {
         let g1 = (crate::ops::softmax_last(ours.clone()) * w.clone()).sum().backward();
         let g2 = (burn::tensor::activation::softmax(reference.clone(), 2) * w).sum().backward();
         assert_close(ours.grad(&g1).unwrap(), reference.grad(&g2).unwrap(), 1e-5);
+    }
+
+    /// The conv op (capa's CPU kernels, through its own autodiff node) gives
+    /// burn's `conv2d` and all three of burn's gradients, with and without a
+    /// bias, for 3x3 and 1x1 kernels.
+    #[test]
+    fn conv_op_matches_burns_with_its_gradients() {
+        use burn::tensor::ops::ConvOptions;
+        type Ad = burn::backend::Autodiff<Flex>;
+        for (kernel, with_bias) in [(3, false), (3, true), (1, true)] {
+            let x = random([3, 6, 8, 10]);
+            let weight = Tensor::<Flex, 4>::random([5, 6, kernel, kernel], Distribution::Normal(0.0, 0.3), &FlexDevice);
+            let bias = Tensor::<Flex, 1>::random([5], Distribution::Normal(0.0, 0.3), &FlexDevice);
+            let output_weights = random([3, 5, 8, 10]);
+            let leaf = |t: Tensor<Flex, 4>| Tensor::<Ad, 4>::from_inner(t).require_grad();
+            let (x1, w1, x2, w2) = (leaf(x.clone()), leaf(weight.clone()), leaf(x), leaf(weight));
+            let (b1, b2) = (
+                Tensor::<Ad, 1>::from_inner(bias.clone()).require_grad(),
+                Tensor::<Ad, 1>::from_inner(bias).require_grad(),
+            );
+            let ours = conv_same(x1.clone(), w1.clone(), with_bias.then(|| b1.clone()));
+            let options = ConvOptions::new([1, 1], [kernel / 2, kernel / 2], [1, 1], 1);
+            let reference =
+                burn::tensor::module::conv2d(x2.clone(), w2.clone(), with_bias.then(|| b2.clone()), options);
+            assert_close(ours.clone().inner(), reference.clone().inner(), 1e-4);
+            let w = Tensor::<Ad, 4>::from_inner(output_weights);
+            let g1 = (ours * w.clone()).sum().backward();
+            let g2 = (reference * w).sum().backward();
+            assert_close(x1.grad(&g1).unwrap(), x2.grad(&g2).unwrap(), 1e-4);
+            assert_close(w1.grad(&g1).unwrap(), w2.grad(&g2).unwrap(), 1e-4);
+            if with_bias {
+                assert_close(b1.grad(&g1).unwrap(), b2.grad(&g2).unwrap(), 1e-4);
+            }
+        }
     }
 
     #[test]

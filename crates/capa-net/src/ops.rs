@@ -16,7 +16,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind, unary};
 use burn::backend::autodiff::{Autodiff, NodeId};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{ConvOptions, FloatTensor};
 use burn::tensor::{Shape, TensorMetadata, TensorPrimitive};
 
 /// A backend the network runs on: burn's, plus the ops of this module.
@@ -43,6 +43,48 @@ pub trait CapaBackend: Backend {
         )));
         Self::float_reshape(burn::tensor::activation::softmax(x, 1).into_primitive().tensor(), shape)
     }
+
+    /// A convolution with stride 1 and zero padding of half the kernel, so
+    /// the board keeps its size: `x` is `[batch, inputs, ranks, files]`,
+    /// `weight` `[outputs, inputs, k, k]` with `k` odd, `bias` `[outputs]`.
+    fn conv_same(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+        let options = same_padding::<Self>(&weight);
+        Self::conv2d(x, weight, bias, options)
+    }
+
+    /// The gradient of [`conv_same`](Self::conv_same)'s input, given its
+    /// output's gradient.
+    fn conv_same_x_backward(x: FloatTensor<Self>, weight: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        let options = same_padding::<Self>(&weight);
+        Self::conv2d_x_backward(x, weight, grad, options)
+    }
+
+    /// The gradient of [`conv_same`](Self::conv_same)'s weight.
+    fn conv_same_weight_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let options = same_padding::<Self>(&weight);
+        Self::conv2d_weight_backward(x, weight, grad, options)
+    }
+
+    /// The gradient of [`conv_same`](Self::conv_same)'s bias: the output's
+    /// gradient summed over samples and squares.
+    fn conv_same_bias_backward(grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        bias_grad_with_tensor_ops::<Self>(grad)
+    }
+}
+
+fn bias_grad_with_tensor_ops<B: Backend>(grad: FloatTensor<B>) -> FloatTensor<B> {
+    let summed = B::float_sum_dim(B::float_sum_dim(B::float_sum_dim(grad, 3), 2), 0);
+    let outputs = summed.shape().num_elements();
+    B::float_reshape(summed, Shape::new([outputs]))
+}
+
+fn same_padding<B: Backend>(weight: &FloatTensor<B>) -> ConvOptions<2> {
+    let kernel = weight.shape()[2];
+    ConvOptions::new([1, 1], [kernel / 2, kernel / 2], [1, 1], 1)
 }
 
 fn mish_with_tensor_ops<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
@@ -100,9 +142,11 @@ mod flex {
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::tensor::DType;
+    use burn::tensor::ops::ModuleOps;
     use rayon::prelude::*;
 
     use super::*;
+    use crate::cpu_conv;
 
     /// Elements per parallel task: large enough to amortise the scheduling.
     const CHUNK: usize = 1 << 14;
@@ -149,6 +193,89 @@ mod flex {
             let last = x.layout().shape().num_dims() - 1;
             burn::backend::flex::ops::activation::softmax(x, last)
         }
+
+        fn conv_same(x: FlexTensor, weight: FlexTensor, bias: Option<FlexTensor>) -> FlexTensor {
+            let Some(shape) = conv_shape(&x, &weight) else {
+                let options = same_padding::<Flex>(&weight);
+                return Flex::conv2d(x, weight, bias, options);
+            };
+            let (x, weight, bias) = (contiguous(x), contiguous(weight), bias.map(contiguous));
+            let (input_len, weight_len, output_len) = shape.lens();
+            let mut out = FlexTensor::empty(
+                Shape::new([shape.batch, shape.outputs, shape.height, shape.width]),
+                DType::F32,
+            );
+            cpu_conv::forward(
+                shape,
+                &x.storage::<f32>()[..input_len],
+                &weight.storage::<f32>()[..weight_len],
+                bias.as_ref().map(|bias| &bias.storage::<f32>()[..shape.outputs]),
+                &mut out.storage_mut::<f32>()[..output_len],
+            );
+            out
+        }
+
+        fn conv_same_x_backward(x: FlexTensor, weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
+            let Some(shape) = conv_shape(&x, &weight).filter(|_| grad.dtype() == DType::F32) else {
+                let options = same_padding::<Flex>(&weight);
+                return Flex::conv2d_x_backward(x, weight, grad, options);
+            };
+            let (weight, grad) = (contiguous(weight), contiguous(grad));
+            let (input_len, weight_len, output_len) = shape.lens();
+            let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+            cpu_conv::input_grad(
+                shape,
+                &weight.storage::<f32>()[..weight_len],
+                &grad.storage::<f32>()[..output_len],
+                &mut out.storage_mut::<f32>()[..input_len],
+            );
+            out
+        }
+
+        fn conv_same_weight_backward(x: FlexTensor, weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
+            let Some(shape) = conv_shape(&x, &weight).filter(|_| grad.dtype() == DType::F32) else {
+                let options = same_padding::<Flex>(&weight);
+                return Flex::conv2d_weight_backward(x, weight, grad, options);
+            };
+            let (x, grad) = (contiguous(x), contiguous(grad));
+            let (input_len, weight_len, output_len) = shape.lens();
+            let mut out = FlexTensor::empty(weight.layout().shape().clone(), DType::F32);
+            cpu_conv::weight_grad(
+                shape,
+                &x.storage::<f32>()[..input_len],
+                &grad.storage::<f32>()[..output_len],
+                &mut out.storage_mut::<f32>()[..weight_len],
+            );
+            out
+        }
+
+        fn conv_same_bias_backward(grad: FlexTensor) -> FlexTensor {
+            let dims = grad.layout().shape().clone();
+            if grad.dtype() != DType::F32 || dims.num_dims() != 4 || dims[2] * dims[3] == 0 {
+                return bias_grad_with_tensor_ops::<Flex>(grad);
+            }
+            let grad = contiguous(grad);
+            let mut out = FlexTensor::empty(Shape::new([dims[1]]), DType::F32);
+            cpu_conv::bias_grad(&grad.storage::<f32>()[..dims.num_elements()], dims[2] * dims[3], &mut out.storage_mut::<f32>()[..dims[1]]);
+            out
+        }
+    }
+
+    /// The dimensions of a convolution our kernels run: f32, NCHW, a square
+    /// odd kernel over the same input channels. `None` sends anything else to
+    /// flex's own convolution.
+    fn conv_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<cpu_conv::ConvShape> {
+        let (dims, kernel) = (x.layout().shape(), weight.layout().shape());
+        let f32s = x.dtype() == DType::F32 && weight.dtype() == DType::F32;
+        let fits = dims.num_dims() == 4 && kernel.num_dims() == 4 && kernel[1] == dims[1];
+        (f32s && fits && kernel[2] == kernel[3] && kernel[2] % 2 == 1).then(|| cpu_conv::ConvShape {
+            batch: dims[0],
+            inputs: dims[1],
+            outputs: kernel[0],
+            height: dims[2],
+            width: dims[3],
+            kernel: kernel[2],
+        })
     }
 }
 
@@ -205,6 +332,69 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
             OpsKind::UnTracked(prep) => prep.finish(output),
         }
     }
+
+    fn conv_same(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+        /// Parents: input, weight and (when there is one) bias.
+        #[derive(Debug)]
+        struct ConvBackward<const PARENTS: usize>;
+
+        impl<B: CapaBackend, const PARENTS: usize> Backward<B, PARENTS> for ConvBackward<PARENTS> {
+            type State = (NodeId, NodeId);
+
+            fn backward(self, ops: Ops<Self::State, PARENTS>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.0);
+                let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.1);
+                let [node_x, node_weight] = [&ops.parents[0], &ops.parents[1]];
+                if let Some(node) = node_x {
+                    grads.register::<B>(node.id, B::conv_same_x_backward(x.clone(), weight.clone(), grad.clone()));
+                }
+                if let Some(node) = node_weight {
+                    grads.register::<B>(node.id, B::conv_same_weight_backward(x, weight, grad.clone()));
+                }
+                if let Some(Some(node)) = ops.parents.get(2) {
+                    grads.register::<B>(node.id, B::conv_same_bias_backward(grad));
+                }
+            }
+        }
+
+        fn record<B: CapaBackend, C: CheckpointStrategy, const PARENTS: usize>(
+            kind: OpsKind<ConvBackward<PARENTS>, B, (NodeId, NodeId), C, PARENTS>,
+            x: FloatTensor<Autodiff<B, C>>,
+            weight: FloatTensor<Autodiff<B, C>>,
+            bias: Option<B::FloatTensorPrimitive>,
+        ) -> FloatTensor<Autodiff<B, C>> {
+            match kind {
+                OpsKind::Tracked(mut prep) => {
+                    let state = (prep.checkpoint(&x), prep.checkpoint(&weight));
+                    prep.finish(state, B::conv_same(x.primitive, weight.primitive, bias))
+                }
+                OpsKind::UnTracked(prep) => prep.finish(B::conv_same(x.primitive, weight.primitive, bias)),
+            }
+        }
+
+        match bias {
+            Some(bias) => {
+                let parents = [x.node.clone(), weight.node.clone(), bias.node.clone()];
+                let kind = ConvBackward::<3>.prepare::<C>(parents).compute_bound().stateful();
+                record(kind, x, weight, Some(bias.primitive))
+            }
+            None => {
+                let kind = ConvBackward::<2>.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful();
+                record(kind, x, weight, None)
+            }
+        }
+    }
+}
+
+/// [`CapaBackend::conv_same`] on tensors.
+pub fn conv_same<B: CapaBackend>(x: Tensor<B, 4>, weight: Tensor<B, 4>, bias: Option<Tensor<B, 1>>) -> Tensor<B, 4> {
+    let bias = bias.map(|bias| bias.into_primitive().tensor());
+    Tensor::from_primitive(TensorPrimitive::Float(B::conv_same(
+        x.into_primitive().tensor(),
+        weight.into_primitive().tensor(),
+        bias,
+    )))
 }
 
 /// Softmax over the last dimension, through the backend's op.
