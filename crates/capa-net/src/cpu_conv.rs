@@ -14,6 +14,8 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+use crate::cpu_gemm::{Operand, matmul};
+
 /// The dimensions of one convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvShape {
@@ -54,64 +56,15 @@ impl ConvShape {
     }
 }
 
-/// One operand of a matrix product: its elements and the distance between
-/// consecutive rows and columns.
-struct Operand<'a> {
-    data: &'a [f32],
-    row_stride: usize,
-    column_stride: usize,
-}
-
-/// `dst (m x n, rows dst_row_stride apart) = [dst +] lhs (m x k) . rhs (k x n)`.
-#[allow(clippy::too_many_arguments)]
-fn matmul(
-    [m, n, k]: [usize; 3],
-    dst: &mut [f32],
-    dst_row_stride: usize,
-    accumulate: bool,
-    lhs: Operand,
-    rhs: Operand,
-    parallelism: Parallelism,
-) {
-    let extent = |rows: usize, columns: usize, row_stride: usize, column_stride: usize| {
-        if rows == 0 || columns == 0 { 0 } else { (rows - 1) * row_stride + (columns - 1) * column_stride + 1 }
-    };
-    assert!(extent(m, n, dst_row_stride, 1) <= dst.len(), "matmul: destination too short");
-    assert!(extent(m, k, lhs.row_stride, lhs.column_stride) <= lhs.data.len(), "matmul: lhs too short");
-    assert!(extent(k, n, rhs.row_stride, rhs.column_stride) <= rhs.data.len(), "matmul: rhs too short");
-    let stride = |s: usize| isize::try_from(s).expect("matmul: stride overflows isize");
-    // SAFETY: the assertions above keep every element the product reads or
-    // writes inside its slice; `dst` is borrowed mutably, so it aliases
-    // neither operand.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            stride(dst_row_stride),
-            accumulate,
-            lhs.data.as_ptr(),
-            stride(lhs.column_stride),
-            stride(lhs.row_stride),
-            rhs.data.as_ptr(),
-            stride(rhs.column_stride),
-            stride(rhs.row_stride),
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
-}
-
 /// One sample's patch matrix: row `(c, dy, dx)`, column `(y, x)` holds
 /// `input[c, y + dy - pad, x + dx - pad]`, zero outside the board.
+///
+/// Each row is its channel's plane shifted by `(dy - pad) * width + dx -
+/// pad`: one copy, then zeros where the shift left the board at the top or
+/// bottom (outside the copied range) or wrapped around a side (the columns a
+/// horizontal shift moves off the board).
 fn im2col(shape: ConvShape, input: &[f32], patches: &mut Vec<f32>) {
-    let (height, width, kernel, plane) = (shape.height, shape.width, shape.kernel, shape.plane());
+    let (width, kernel, plane) = (shape.width, shape.kernel, shape.plane());
     let pad = kernel / 2;
     patches.resize(shape.patch() * plane, 0.0);
     let mut rows = patches.chunks_exact_mut(plane);
@@ -119,18 +72,19 @@ fn im2col(shape: ConvShape, input: &[f32], patches: &mut Vec<f32>) {
         for dy in 0..kernel {
             for dx in 0..kernel {
                 let row = rows.next().expect("one patch row per (channel, dy, dx)");
-                // Columns whose source x + dx - pad lies on the board.
-                let first = pad.saturating_sub(dx);
-                let end = (width + pad).saturating_sub(dx).min(width).max(first);
-                for (y, out) in row.chunks_exact_mut(width).enumerate() {
-                    match (y + dy).checked_sub(pad).filter(|&source| source < height) {
-                        Some(source) => {
-                            out[..first].fill(0.0);
-                            out[end..].fill(0.0);
-                            let start = source * width + first + dx - pad;
-                            out[first..end].copy_from_slice(&channel[start..start + end - first]);
-                        }
-                        None => out.fill(0.0),
+                // Source index = destination index + dy * width + dx - shift_back.
+                let (ahead, back) = (dy * width + dx, pad * width + pad);
+                let first = back.saturating_sub(ahead).min(plane);
+                let end = (plane + back).saturating_sub(ahead).clamp(first, plane);
+                row[..first].fill(0.0);
+                row[end..].fill(0.0);
+                row[first..end].copy_from_slice(&channel[first + ahead - back..end + ahead - back]);
+                // Columns x with x + dx - pad off the board: x < pad - dx or x >= width + pad - dx.
+                let (left, right) = (pad.saturating_sub(dx).min(width), (width + pad).saturating_sub(dx).min(width));
+                if left > 0 || right < width {
+                    for line in row.chunks_exact_mut(width) {
+                        line[..left].fill(0.0);
+                        line[right..].fill(0.0);
                     }
                 }
             }
@@ -210,7 +164,11 @@ pub fn input_grad(shape: ConvShape, weight: &[f32], output_grad: &[f32], input_g
 /// `[outputs, squares]` x patches transposed `[squares, patch]`.
 pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_grad: &mut [f32]) {
     let (input_len, weight_len, output_len) = shape.lens();
-    assert_eq!((input.len(), weight_grad.len(), output_grad.len()), (input_len, weight_len, output_len), "conv: {shape:?}");
+    assert_eq!(
+        (input.len(), weight_grad.len(), output_grad.len()),
+        (input_len, weight_len, output_len),
+        "conv: {shape:?}"
+    );
     let (plane, patch) = (shape.plane(), shape.patch());
     let (input_stride, output_stride) = (shape.inputs * plane, shape.outputs * plane);
     if output_len == 0 || input_len == 0 {
@@ -322,7 +280,11 @@ mod tests {
             for bias in [None, Some(bias.as_slice())] {
                 let mut output = vec![f32::NAN; output_len];
                 forward(shape, &input, &weight, bias, &mut output);
-                assert_close(&output, &naive(shape, &input, &weight, bias), &format!("{shape:?} bias {}", bias.is_some()));
+                assert_close(
+                    &output,
+                    &naive(shape, &input, &weight, bias),
+                    &format!("{shape:?} bias {}", bias.is_some()),
+                );
             }
         }
     }

@@ -12,7 +12,13 @@ mod backend;
 mod checkpoint;
 mod config;
 #[cfg(feature = "flex")]
+mod cpu_attention;
+#[cfg(feature = "flex")]
 mod cpu_conv;
+#[cfg(feature = "flex")]
+mod cpu_elementwise;
+#[cfg(feature = "flex")]
+mod cpu_gemm;
 mod encode;
 mod evaluator;
 mod loss;

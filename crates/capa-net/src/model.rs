@@ -13,7 +13,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
-use crate::ops::{CapaBackend, conv_same, mish, softmax_last};
+use crate::ops::{CapaBackend, biased_attention, conv_same, mish};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -228,20 +228,16 @@ impl<B: CapaBackend> TransformerBlock<B> {
 
     /// `x`: `[batch, squares, width]`; `positions`: [`relative_positions`].
     fn forward(&self, x: Tensor<B, 3>, positions: Tensor<B, 1, Int>) -> Tensor<B, 3> {
-        let [batch, squares, width] = x.dims();
-        let (heads, head_width) = (self.heads, width / self.heads);
+        let squares = x.dims()[1];
         let h = self.attention_norm.forward(x.clone());
-        let split = |y: Tensor<B, 3>| y.reshape([batch, squares, heads, head_width]).swap_dims(1, 2);
-        let query = split(self.query.forward(h.clone()));
-        let key = split(self.key.forward(h.clone()));
-        let value = split(self.value.forward(h));
-        // Flattened, the bias is one row shared by the batch: a broadcast the
-        // backend runs along contiguous memory.
-        let cells = heads * squares * squares;
-        let bias = self.position_bias.val().select(1, positions).reshape([1, cells]);
-        let logits = query.matmul(key.swap_dims(2, 3)).mul_scalar(1.0 / (head_width as f64).sqrt());
-        let logits = (logits.reshape([batch, cells]) + bias).reshape([batch, heads, squares, squares]);
-        let context = softmax_last(logits).matmul(value).swap_dims(1, 2).reshape([batch, squares, width]);
+        let bias = self.position_bias.val().select(1, positions).reshape([self.heads, squares, squares]);
+        let context = biased_attention(
+            self.query.forward(h.clone()),
+            self.key.forward(h.clone()),
+            self.value.forward(h),
+            bias,
+            self.heads,
+        );
         let x = x + self.out.forward(context);
         let h = self.ffn_norm.forward(x.clone());
         x + self.ffn_out.forward(mish(self.ffn_in.forward(h)))
@@ -438,6 +434,44 @@ mod tests {
         let g1 = (crate::ops::softmax_last(ours.clone()) * w.clone()).sum().backward();
         let g2 = (burn::tensor::activation::softmax(reference.clone(), 2) * w).sum().backward();
         assert_close(ours.grad(&g1).unwrap(), reference.grad(&g2).unwrap(), 1e-5);
+    }
+
+    /// The attention op (capa's CPU kernel and its backward) against the
+    /// plain formulation differentiated by burn; and the tensor-op backward
+    /// the GPU backends run against the same gradients.
+    #[test]
+    fn attention_op_matches_the_plain_formulation_with_its_gradients() {
+        type Ad = burn::backend::Autodiff<Flex>;
+        let (batch, tokens, heads, width) = (3, 10, 2, 8);
+        let normal = |shape: [usize; 3]| Tensor::<Flex, 3>::random(shape, Distribution::Normal(0.0, 1.0), &FlexDevice);
+        let inputs = [[batch, tokens, width], [batch, tokens, width], [batch, tokens, width], [heads, tokens, tokens]]
+            .map(normal);
+        let output_weights = Tensor::<Ad, 3>::from_inner(normal([batch, tokens, width]));
+        let leaves = |inputs: &[Tensor<Flex, 3>; 4]| inputs.clone().map(|t| Tensor::<Ad, 3>::from_inner(t).require_grad());
+        let [q, k, v, bias] = leaves(&inputs);
+        let ours = biased_attention(q.clone(), k.clone(), v.clone(), bias.clone(), heads);
+        let g1 = (ours.clone() * output_weights.clone()).sum().backward();
+
+        let [q2, k2, v2, bias2] = leaves(&inputs);
+        let split = |y: Tensor<Ad, 3>| y.reshape([batch, tokens, heads, width / heads]).swap_dims(1, 2);
+        let logits = split(q2.clone()).matmul(split(k2.clone()).swap_dims(2, 3)).mul_scalar(0.5)
+            + bias2.clone().reshape([1, heads, tokens, tokens]);
+        let plain = burn::tensor::activation::softmax(logits, 3)
+            .matmul(split(v2.clone()))
+            .swap_dims(1, 2)
+            .reshape([batch, tokens, width]);
+        let g2 = (plain.clone() * output_weights.clone()).sum().backward();
+        assert_close(ours.inner(), plain.inner(), 1e-5);
+        for (a, b) in [(&q, &q2), (&k, &k2), (&v, &v2), (&bias, &bias2)] {
+            assert_close(a.grad(&g1).unwrap(), b.grad(&g2).unwrap(), 1e-4);
+        }
+        let [q, k, v, bias] = inputs.map(|t| t.into_primitive().tensor());
+        let grad = output_weights.inner().into_primitive().tensor();
+        let tensor_ops = crate::ops::attention_backward_with_tensor_ops::<Flex>(q, k, v, bias, heads, grad);
+        for (ours, reference) in tensor_ops.into_iter().zip([&q2, &k2, &v2, &bias2]) {
+            let ours = Tensor::<Flex, 3>::from_primitive(burn::tensor::TensorPrimitive::Float(ours));
+            assert_close(ours, reference.grad(&g2).unwrap(), 1e-4);
+        }
     }
 
     /// The conv op (capa's CPU kernels, through its own autodiff node) gives

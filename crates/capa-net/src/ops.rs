@@ -47,14 +47,22 @@ pub trait CapaBackend: Backend {
     /// A convolution with stride 1 and zero padding of half the kernel, so
     /// the board keeps its size: `x` is `[batch, inputs, ranks, files]`,
     /// `weight` `[outputs, inputs, k, k]` with `k` odd, `bias` `[outputs]`.
-    fn conv_same(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+    fn conv_same(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
         let options = same_padding::<Self>(&weight);
         Self::conv2d(x, weight, bias, options)
     }
 
     /// The gradient of [`conv_same`](Self::conv_same)'s input, given its
     /// output's gradient.
-    fn conv_same_x_backward(x: FloatTensor<Self>, weight: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+    fn conv_same_x_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
         let options = same_padding::<Self>(&weight);
         Self::conv2d_x_backward(x, weight, grad, options)
     }
@@ -74,6 +82,96 @@ pub trait CapaBackend: Backend {
     fn conv_same_bias_backward(grad: FloatTensor<Self>) -> FloatTensor<Self> {
         bias_grad_with_tensor_ops::<Self>(grad)
     }
+
+    /// Multi-head attention with an additive bias: `q`, `k`, `v` are
+    /// `[batch, tokens, width]` with the heads side by side along `width`,
+    /// `bias` is `[heads, tokens, tokens]`; per head `softmax(q k^T /
+    /// sqrt(head width) + bias) v`, the heads side by side again.
+    fn biased_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        heads: usize,
+    ) -> FloatTensor<Self> {
+        attention_with_tensor_ops::<Self>(q, k, v, bias, heads)
+    }
+
+    /// The gradients of [`biased_attention`](Self::biased_attention)'s `q`, `k`, `v` and
+    /// `bias` (summed over the batch), given its output's gradient `grad`.
+    fn biased_attention_backward(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        heads: usize,
+        grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 4] {
+        attention_backward_with_tensor_ops::<Self>(q, k, v, bias, heads, grad)
+    }
+}
+
+fn attention_with_tensor_ops<B: CapaBackend>(
+    q: FloatTensor<B>,
+    k: FloatTensor<B>,
+    v: FloatTensor<B>,
+    bias: FloatTensor<B>,
+    heads: usize,
+) -> FloatTensor<B> {
+    let [q, k, v] = [q, k, v].map(|t| split_heads::<B>(t, heads));
+    let (_, probabilities) = attention_probabilities::<B>(q, k, bias);
+    merge_heads(probabilities.matmul(v)).into_primitive().tensor()
+}
+
+/// `P` the probabilities, `G` the output's gradient, per head: `dV = P^T G`,
+/// `dP = G V^T`, `dS = P (dP - rowsum(dP P))`, `dbias = sum over the batch
+/// of dS`, `dQ = scale dS K`, `dK = scale dS^T Q`.
+pub(crate) fn attention_backward_with_tensor_ops<B: CapaBackend>(
+    q: FloatTensor<B>,
+    k: FloatTensor<B>,
+    v: FloatTensor<B>,
+    bias: FloatTensor<B>,
+    heads: usize,
+    grad: FloatTensor<B>,
+) -> [FloatTensor<B>; 4] {
+    let bias_shape = bias.shape();
+    let [q, k, v, grad] = [q, k, v, grad].map(|t| split_heads::<B>(t, heads));
+    let (scale, p) = attention_probabilities::<B>(q.clone(), k.clone(), bias);
+    let dv = p.clone().swap_dims(2, 3).matmul(grad.clone());
+    let dp = grad.matmul(v.swap_dims(2, 3));
+    let ds = p.clone() * (dp.clone() - (dp * p).sum_dim(3));
+    let dbias = ds.clone().sum_dim(0).reshape(bias_shape);
+    let ds = ds.mul_scalar(scale);
+    let dq = ds.clone().matmul(k);
+    let dk = ds.swap_dims(2, 3).matmul(q);
+    [merge_heads(dq), merge_heads(dk), merge_heads(dv), dbias].map(|t| t.into_primitive().tensor())
+}
+
+/// `[batch, tokens, heads x head_width]` -> `[batch, heads, tokens, head_width]`.
+fn split_heads<B: Backend>(x: FloatTensor<B>, heads: usize) -> Tensor<B, 4> {
+    let x = Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(x));
+    let [batch, tokens, width] = x.dims();
+    x.reshape([batch, tokens, heads, width / heads]).swap_dims(1, 2)
+}
+
+/// The inverse of [`split_heads`].
+fn merge_heads<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 3> {
+    let [batch, heads, tokens, head_width] = x.dims();
+    x.swap_dims(1, 2).reshape([batch, tokens, heads * head_width])
+}
+
+/// The logits' scale and the attention probabilities `[batch, heads, tokens,
+/// tokens]` of split `q` and `k`.
+fn attention_probabilities<B: CapaBackend>(
+    q: Tensor<B, 4>,
+    k: Tensor<B, 4>,
+    bias: FloatTensor<B>,
+) -> (f64, Tensor<B, 4>) {
+    let [_, heads, tokens, head_width] = q.dims();
+    let scale = 1.0 / (head_width as f64).sqrt();
+    let bias = Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(bias)).reshape([1, heads, tokens, tokens]);
+    let logits = q.matmul(k.swap_dims(2, 3)).mul_scalar(scale) + bias;
+    (scale, softmax_last(logits))
 }
 
 fn bias_grad_with_tensor_ops<B: Backend>(grad: FloatTensor<B>) -> FloatTensor<B> {
@@ -109,23 +207,6 @@ fn mish_backward_with_tensor_ops<B: Backend>(x: FloatTensor<B>, grad: FloatTenso
     B::float_reshape((grad * slope).into_primitive().tensor(), shape)
 }
 
-/// Mish of one value (the same formula as [`mish_with_tensor_ops`]).
-#[inline]
-fn mish_scalar(x: f32) -> f32 {
-    let e = x.min(20.0).exp();
-    let n = e * (e + 2.0);
-    x * n / (n + 2.0)
-}
-
-/// Mish's derivative at one value.
-#[inline]
-fn mish_slope(x: f32) -> f32 {
-    let e = x.min(20.0).exp();
-    let n = e * (e + 2.0);
-    let t = n / (n + 2.0);
-    t + x * (1.0 - t * t) * (e / (e + 1.0))
-}
-
 /// `f` on `x` seen as one flat vector, reshaped back.
 fn elementwise<B: Backend>(x: FloatTensor<B>, f: impl FnOnce(Tensor<B, 1>) -> Tensor<B, 1>) -> FloatTensor<B> {
     let shape = x.shape();
@@ -143,13 +224,9 @@ mod flex {
     use burn::backend::flex::FlexTensor;
     use burn::tensor::DType;
     use burn::tensor::ops::ModuleOps;
-    use rayon::prelude::*;
 
     use super::*;
-    use crate::cpu_conv;
-
-    /// Elements per parallel task: large enough to amortise the scheduling.
-    const CHUNK: usize = 1 << 14;
+    use crate::{cpu_attention, cpu_conv, cpu_elementwise};
 
     /// The f32 values of `x`, contiguous from offset 0 (a copy only when not).
     fn contiguous(x: FlexTensor) -> FlexTensor {
@@ -164,10 +241,9 @@ mod flex {
             let x = contiguous(x);
             let elements = x.layout().num_elements();
             let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
-            out.storage_mut::<f32>()[..elements]
-                .par_chunks_mut(CHUNK)
-                .zip(x.storage::<f32>()[..elements].par_chunks(CHUNK))
-                .for_each(|(out, x)| out.iter_mut().zip(x).for_each(|(o, &v)| *o = mish_scalar(v)));
+            let x = &x.storage::<f32>()[..elements];
+            // `map` takes two inputs; Mish reads one.
+            cpu_elementwise::map(&mut out.storage_mut::<f32>()[..elements], x, x, |x, _| cpu_elementwise::mish(x));
             out
         }
 
@@ -178,20 +254,76 @@ mod flex {
             let (x, grad) = (contiguous(x), contiguous(grad));
             let elements = x.layout().num_elements();
             let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
-            out.storage_mut::<f32>()[..elements]
-                .par_chunks_mut(CHUNK)
-                .zip(x.storage::<f32>()[..elements].par_chunks(CHUNK))
-                .zip(grad.storage::<f32>()[..elements].par_chunks(CHUNK))
-                .for_each(|((out, x), g)| {
-                    out.iter_mut().zip(x).zip(g).for_each(|((o, &v), &g)| *o = g * mish_slope(v));
-                });
+            cpu_elementwise::map(
+                &mut out.storage_mut::<f32>()[..elements],
+                &x.storage::<f32>()[..elements],
+                &grad.storage::<f32>()[..elements],
+                |x, grad| grad * cpu_elementwise::mish_slope(x),
+            );
             out
         }
 
         fn softmax_last(x: FlexTensor) -> FlexTensor {
-            // flex's fused softmax: one pass per row, rows in parallel.
-            let last = x.layout().shape().num_dims() - 1;
-            burn::backend::flex::ops::activation::softmax(x, last)
+            let dims = x.layout().shape().clone();
+            let row_len = dims[dims.num_dims() - 1];
+            if x.dtype() != DType::F32 || row_len == 0 {
+                return burn::backend::flex::ops::activation::softmax(x, dims.num_dims() - 1);
+            }
+            let mut x = x.to_contiguous();
+            cpu_elementwise::softmax_rows(&mut x.storage_mut::<f32>()[..dims.num_elements()], row_len, |x, _| x);
+            x
+        }
+
+        fn biased_attention(q: FlexTensor, k: FlexTensor, v: FlexTensor, bias: FlexTensor, heads: usize) -> FlexTensor {
+            let Some(shape) = attention_shape([&q, &k, &v], &bias, heads) else {
+                return attention_with_tensor_ops::<Flex>(q, k, v, bias, heads);
+            };
+            let [q, k, v, bias] = [q, k, v, bias].map(contiguous);
+            let (len, bias_len) = shape.lens();
+            let mut out = FlexTensor::empty(q.layout().shape().clone(), DType::F32);
+            cpu_attention::forward(
+                shape,
+                &q.storage::<f32>()[..len],
+                &k.storage::<f32>()[..len],
+                &v.storage::<f32>()[..len],
+                &bias.storage::<f32>()[..bias_len],
+                &mut out.storage_mut::<f32>()[..len],
+            );
+            out
+        }
+
+        fn biased_attention_backward(
+            q: FlexTensor,
+            k: FlexTensor,
+            v: FlexTensor,
+            bias: FlexTensor,
+            heads: usize,
+            grad: FlexTensor,
+        ) -> [FlexTensor; 4] {
+            let Some(shape) = attention_shape([&q, &k, &v], &bias, heads)
+                .filter(|_| grad.dtype() == DType::F32 && grad.layout().shape() == q.layout().shape())
+            else {
+                return attention_backward_with_tensor_ops::<Flex>(q, k, v, bias, heads, grad);
+            };
+            let [q, k, v, bias, grad] = [q, k, v, bias, grad].map(contiguous);
+            let (len, bias_len) = shape.lens();
+            let [mut dq, mut dk, mut dv] = [(); 3].map(|()| FlexTensor::empty(q.layout().shape().clone(), DType::F32));
+            let mut dbias = FlexTensor::empty(bias.layout().shape().clone(), DType::F32);
+            cpu_attention::backward(
+                shape,
+                &q.storage::<f32>()[..len],
+                &k.storage::<f32>()[..len],
+                &v.storage::<f32>()[..len],
+                &bias.storage::<f32>()[..bias_len],
+                &grad.storage::<f32>()[..len],
+                cpu_attention::AttentionGrads {
+                    q: &mut dq.storage_mut::<f32>()[..len],
+                    k: &mut dk.storage_mut::<f32>()[..len],
+                    v: &mut dv.storage_mut::<f32>()[..len],
+                    bias: &mut dbias.storage_mut::<f32>()[..bias_len],
+                },
+            );
+            [dq, dk, dv, dbias]
         }
 
         fn conv_same(x: FlexTensor, weight: FlexTensor, bias: Option<FlexTensor>) -> FlexTensor {
@@ -201,10 +333,8 @@ mod flex {
             };
             let (x, weight, bias) = (contiguous(x), contiguous(weight), bias.map(contiguous));
             let (input_len, weight_len, output_len) = shape.lens();
-            let mut out = FlexTensor::empty(
-                Shape::new([shape.batch, shape.outputs, shape.height, shape.width]),
-                DType::F32,
-            );
+            let mut out =
+                FlexTensor::empty(Shape::new([shape.batch, shape.outputs, shape.height, shape.width]), DType::F32);
             cpu_conv::forward(
                 shape,
                 &x.storage::<f32>()[..input_len],
@@ -256,9 +386,31 @@ mod flex {
             }
             let grad = contiguous(grad);
             let mut out = FlexTensor::empty(Shape::new([dims[1]]), DType::F32);
-            cpu_conv::bias_grad(&grad.storage::<f32>()[..dims.num_elements()], dims[2] * dims[3], &mut out.storage_mut::<f32>()[..dims[1]]);
+            cpu_conv::bias_grad(
+                &grad.storage::<f32>()[..dims.num_elements()],
+                dims[2] * dims[3],
+                &mut out.storage_mut::<f32>()[..dims[1]],
+            );
             out
         }
+    }
+
+    /// The dimensions of an attention our kernel runs: f32, `q`, `k`, `v`
+    /// alike, heads dividing the width, a bias per head and token pair.
+    fn attention_shape(
+        qkv: [&FlexTensor; 3],
+        bias: &FlexTensor,
+        heads: usize,
+    ) -> Option<cpu_attention::AttentionShape> {
+        let dims = qkv[0].layout().shape();
+        let alike = qkv.iter().all(|t| t.dtype() == DType::F32 && t.layout().shape() == dims);
+        if !alike || bias.dtype() != DType::F32 || dims.num_dims() != 3 || heads == 0 || dims[2] % heads != 0 {
+            return None;
+        }
+        let (batch, tokens, width) = (dims[0], dims[1], dims[2]);
+        let bias_dims = bias.layout().shape();
+        (bias_dims.num_dims() == 3 && [bias_dims[0], bias_dims[1], bias_dims[2]] == [heads, tokens, tokens])
+            .then_some(cpu_attention::AttentionShape { batch, tokens, heads, head_width: width / heads })
     }
 
     /// The dimensions of a convolution our kernels run: f32, NCHW, a square
@@ -333,7 +485,11 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
         }
     }
 
-    fn conv_same(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+    fn conv_same(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
         /// Parents: input, weight and (when there is one) bias.
         #[derive(Debug)]
         struct ConvBackward<const PARENTS: usize>;
@@ -380,11 +536,63 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
                 record(kind, x, weight, Some(bias.primitive))
             }
             None => {
-                let kind = ConvBackward::<2>.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful();
+                let kind =
+                    ConvBackward::<2>.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful();
                 record(kind, x, weight, None)
             }
         }
     }
+
+    fn biased_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        heads: usize,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct AttentionBackward;
+
+        impl<B: CapaBackend> Backward<B, 4> for AttentionBackward {
+            type State = ([NodeId; 4], usize);
+
+            fn backward(self, ops: Ops<Self::State, 4>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let ([q, k, v, bias], heads) = ops.state;
+                let [q, k, v, bias] =
+                    [q, k, v, bias].map(|id| checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(id));
+                let inputs = B::biased_attention_backward(q, k, v, bias, heads, grad);
+                for (parent, grad) in ops.parents.into_iter().zip(inputs) {
+                    if let Some(node) = parent {
+                        grads.register::<B>(node.id, grad);
+                    }
+                }
+            }
+        }
+
+        let parents = [q.node.clone(), k.node.clone(), v.node.clone(), bias.node.clone()];
+        match AttentionBackward.prepare::<C>(parents).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = ([&q, &k, &v, &bias].map(|t| prep.checkpoint(t)), heads);
+                prep.finish(state, B::biased_attention(q.primitive, k.primitive, v.primitive, bias.primitive, heads))
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::biased_attention(q.primitive, k.primitive, v.primitive, bias.primitive, heads))
+            }
+        }
+    }
+}
+
+/// [`CapaBackend::biased_attention`] on tensors.
+pub fn biased_attention<B: CapaBackend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    bias: Tensor<B, 3>,
+    heads: usize,
+) -> Tensor<B, 3> {
+    let [q, k, v, bias] = [q, k, v, bias].map(|t| t.into_primitive().tensor());
+    Tensor::from_primitive(TensorPrimitive::Float(B::biased_attention(q, k, v, bias, heads)))
 }
 
 /// [`CapaBackend::conv_same`] on tensors.

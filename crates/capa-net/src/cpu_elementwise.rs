@@ -1,0 +1,197 @@
+//! Element-wise and row kernels on f32 slices for the CPU backend: Mish and
+//! its derivative, softmax, compiled for the widest vector unit the CPU has.
+//!
+//! libm's `expf` is a call per element, which keeps a loop scalar; Mish and
+//! softmax spent most of their time there. [`exp`] is a polynomial that the
+//! compiler unrolls into vector instructions, and [`vectorized`] compiles a
+//! loop once per instruction set (AVX-512, AVX2) and picks one at run time,
+//! since release builds target baseline x86-64.
+
+use rayon::prelude::*;
+
+/// Elements per parallel task: large enough to amortise the scheduling.
+const CHUNK: usize = 1 << 14;
+
+/// `e^x` within about 2 ulp for `x` in [-87, 88]; below -87 it gives
+/// `e^-87`, which is zero to anything it is added to.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    const LOG2_E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 split in two so that x - n ln 2 is exact to f32 precision.
+    const LN2_HIGH: f32 = 0.693_359_4;
+    const LN2_LOW: f32 = -2.121_944_4e-4;
+    // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits.
+    const ROUND: f32 = 12_582_912.0;
+    let x = if x < -87.0 { -87.0 } else { x };
+    let shifted = x * LOG2_E + ROUND;
+    let n = shifted - ROUND;
+    let r = (x - n * LN2_HIGH) - n * LN2_LOW;
+    // e^r on |r| <= ln 2 / 2: Taylor to degree 7, Horner form.
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    let exponent = shifted.to_bits().wrapping_sub(ROUND.to_bits()) as i32;
+    f32::from_bits(p.to_bits().wrapping_add((exponent << 23) as u32))
+}
+
+/// Mish, `x tanh(softplus(x))`, with one exponential: `tanh(ln(1 + e)) = n /
+/// (n + 2)` with `n = e (e + 2)`, `e = exp(x)`; beyond 20 the ratio is 1.
+#[inline(always)]
+pub fn mish(x: f32) -> f32 {
+    let e = exp(if x < 20.0 { x } else { 20.0 });
+    let n = e * (e + 2.0);
+    x * n / (n + 2.0)
+}
+
+/// Mish's derivative: `t + x (1 - t^2) sigmoid(x)` with `t = tanh(softplus(x))`.
+#[inline(always)]
+pub fn mish_slope(x: f32) -> f32 {
+    let e = exp(if x < 20.0 { x } else { 20.0 });
+    let n = e * (e + 2.0);
+    let t = n / (n + 2.0);
+    t + x * (1.0 - t * t) * (e / (e + 1.0))
+}
+
+/// `out[i] = f(a[i], b[i])` over the whole slices, in parallel, each chunk
+/// run by the widest vector code the CPU supports.
+pub fn map(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Copy + Send + Sync) {
+    assert!(out.len() == a.len() && out.len() == b.len(), "map: lengths differ");
+    out.par_chunks_mut(CHUNK).zip(a.par_chunks(CHUNK)).zip(b.par_chunks(CHUNK)).for_each(|((out, a), b)| {
+        vectorized(|| out.iter_mut().zip(a).zip(b).for_each(|((o, &a), &b)| *o = f(a, b)));
+    });
+}
+
+/// Softmax of each `row_len` run of `values` in place, after replacing each
+/// value `x` at index `i` by `logit(x, i)`; rows in parallel.
+pub fn softmax_rows(values: &mut [f32], row_len: usize, logit: impl Fn(f32, usize) -> f32 + Sync) {
+    assert!(row_len > 0 && values.len() % row_len == 0, "softmax: {} values in rows of {row_len}", values.len());
+    let rows_per_task = CHUNK.div_ceil(row_len);
+    values.par_chunks_mut(rows_per_task * row_len).enumerate().for_each(|(task, values)| {
+        vectorized(|| {
+            for (row, values) in values.chunks_exact_mut(row_len).enumerate() {
+                let start = (task * rows_per_task + row) * row_len;
+                values.iter_mut().enumerate().for_each(|(i, x)| *x = logit(*x, start + i));
+                let max = fold_lanes(values, f32::NEG_INFINITY, |m, x| if x > m { x } else { m });
+                values.iter_mut().for_each(|x| *x = exp(*x - max));
+                let total = fold_lanes(values, 0.0, |s, x| s + x);
+                let scale = 1.0 / total;
+                values.iter_mut().for_each(|x| *x *= scale);
+            }
+        });
+    });
+}
+
+/// `sum(a[i] b[i])`.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut lanes = [0.0f32; LANES];
+    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let tail: f32 = a_chunks.remainder().iter().zip(b_chunks.remainder()).map(|(x, y)| x * y).sum();
+    for (a, b) in a_chunks.zip(b_chunks) {
+        for lane in 0..LANES {
+            lanes[lane] += a[lane] * b[lane];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// `values` folded by an associative `f` in 16 independent lanes, which the
+/// compiler keeps in one vector register (a single running value would be
+/// a serial chain, as float operations may not be reordered).
+#[inline(always)]
+fn fold_lanes(values: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+    const LANES: usize = 16;
+    let mut lanes = [init; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let tail = chunks.remainder().iter().fold(init, |acc, &x| f(acc, x));
+    for chunk in chunks {
+        for lane in 0..LANES {
+            lanes[lane] = f(lanes[lane], chunk[lane]);
+        }
+    }
+    lanes.iter().fold(tail, |acc, &x| f(acc, x))
+}
+
+/// Runs `work` compiled for the widest vector unit the CPU has: `work` is
+/// inlined into a function built for AVX-512 or AVX2, chosen at run time.
+#[inline(always)]
+pub fn vectorized<R>(work: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            return unsafe { with_avx512(work) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has AVX2 and FMA, checked just above.
+            return unsafe { with_avx2(work) };
+        }
+    }
+    work()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn with_avx512<R>(work: impl FnOnce() -> R) -> R {
+    work()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn with_avx2<R>(work: impl FnOnce() -> R) -> R {
+    work()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_libms_to_a_few_ulp() {
+        let mut worst: f32 = 0.0;
+        let mut x = -87.0f32;
+        while x < 88.0 {
+            let (ours, libm) = (exp(x), x.exp());
+            worst = worst.max((ours - libm).abs() / libm);
+            x += 0.000_37;
+        }
+        assert!(worst < 3.0 * f32::EPSILON, "worst relative error {worst}");
+        assert_eq!(exp(-1e4), exp(-87.0));
+        assert!(exp(-1e4) > 0.0 && exp(-1e4) < 1e-37);
+    }
+
+    #[test]
+    fn map_and_dot_cover_every_element_whatever_the_length() {
+        for len in [0, 1, 15, 17, CHUNK + 3] {
+            let a: Vec<f32> = (0..len).map(|i| i as f32 * 0.01 - 5.0).collect();
+            let mut out = vec![f32::NAN; len];
+            map(&mut out, &a, &a, |x, y| mish(x) * mish_slope(y));
+            for (o, &x) in out.iter().zip(&a) {
+                let expected = mish(x) * mish_slope(x);
+                assert!((o - expected).abs() <= 1e-6 * (1.0 + expected.abs()), "{x}: {o} vs {expected}");
+            }
+            let exact = a.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>();
+            assert!((f64::from(dot(&a, &a)) - exact).abs() <= 1e-5 * (1.0 + exact), "dot of {len}");
+        }
+    }
+
+    #[test]
+    fn softmax_rows_match_the_definition() {
+        for row_len in [1, 7, 16, 80, 1000] {
+            let rows = 37;
+            let logits: Vec<f32> = (0..rows * row_len).map(|i| ((i * 7919) % 1013) as f32 * 0.05 - 25.0).collect();
+            let mut values = vec![0.0; logits.len()];
+            // The logit hook sees each value's index: build them from it.
+            softmax_rows(&mut values, row_len, |_, i| logits[i] * 2.0);
+            for (values, logits) in values.chunks(row_len).zip(logits.chunks(row_len)) {
+                let max = logits.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x) * 2.0));
+                let total: f64 = logits.iter().map(|&x| (f64::from(x) * 2.0 - max).exp()).sum();
+                for (&v, &x) in values.iter().zip(logits) {
+                    let expected = (f64::from(x) * 2.0 - max).exp() / total;
+                    assert!((f64::from(v) - expected).abs() < 1e-6, "{v} vs {expected}");
+                }
+            }
+        }
+    }
+}
