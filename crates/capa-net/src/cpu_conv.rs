@@ -210,7 +210,7 @@ pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_
 /// plane]` summed over samples and squares.
 pub fn bias_grad(output_grad: &[f32], plane: usize, bias_grad: &mut [f32]) {
     let outputs = bias_grad.len();
-    assert!(plane > 0 && output_grad.len() % (outputs * plane) == 0, "conv: bias gradient of {outputs} x {plane}");
+    assert!(plane > 0 && output_grad.len().is_multiple_of(outputs * plane), "conv: bias gradient of {outputs} x {plane}");
     bias_grad.fill(0.0);
     for grad in output_grad.chunks_exact(outputs * plane) {
         for (b, row) in bias_grad.iter_mut().zip(grad.chunks_exact(plane)) {

@@ -65,7 +65,7 @@ pub fn map(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + 
 /// Softmax of each `row_len` run of `values` in place, after replacing each
 /// value `x` at index `i` by `logit(x, i)`; rows in parallel.
 pub fn softmax_rows(values: &mut [f32], row_len: usize, logit: impl Fn(f32, usize) -> f32 + Sync) {
-    assert!(row_len > 0 && values.len() % row_len == 0, "softmax: {} values in rows of {row_len}", values.len());
+    assert!(row_len > 0 && values.len().is_multiple_of(row_len), "softmax: {} values in rows of {row_len}", values.len());
     let rows_per_task = CHUNK.div_ceil(row_len);
     values.par_chunks_mut(rows_per_task * row_len).enumerate().for_each(|(task, values)| {
         vectorized(|| {

@@ -404,7 +404,7 @@ mod flex {
     ) -> Option<cpu_attention::AttentionShape> {
         let dims = qkv[0].layout().shape();
         let alike = qkv.iter().all(|t| t.dtype() == DType::F32 && t.layout().shape() == dims);
-        if !alike || bias.dtype() != DType::F32 || dims.num_dims() != 3 || heads == 0 || dims[2] % heads != 0 {
+        if !alike || bias.dtype() != DType::F32 || dims.num_dims() != 3 || heads == 0 || !dims[2].is_multiple_of(heads) {
             return None;
         }
         let (batch, tokens, width) = (dims[0], dims[1], dims[2]);
