@@ -11,6 +11,8 @@
 //! transposed kernel, the weight gradient a sum over samples of gradient x
 //! patches.
 
+use std::cell::RefCell;
+
 use gemm::Parallelism;
 use rayon::prelude::*;
 
@@ -54,6 +56,18 @@ impl ConvShape {
     fn transposed(self) -> Self {
         Self { inputs: self.outputs, outputs: self.inputs, ..self }
     }
+}
+
+thread_local! {
+    /// Each thread's patch matrix, kept between calls: a fresh one per task
+    /// cost more in allocation and page faults than filling it does.
+    static PATCHES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `work` with this thread's patch buffer. `work` must not run rayon
+/// tasks: one stolen while the buffer is borrowed would borrow it again.
+fn with_patches<R>(work: impl FnOnce(&mut Vec<f32>) -> R) -> R {
+    PATCHES.with(|patches| work(&mut patches.borrow_mut()))
 }
 
 /// One sample's patch matrix: row `(c, dy, dx)`, column `(y, x)` holds
@@ -134,9 +148,10 @@ pub fn forward(shape: ConvShape, input: &[f32], weight: &[f32], bias: Option<&[f
         output
             .par_chunks_exact_mut(output_stride)
             .zip(input.par_chunks_exact(input_stride))
-            .for_each_init(Vec::new, |buffer, (output, input)| sample(buffer, input, output, Parallelism::None));
+            .for_each(|(output, input)| with_patches(|buffer| sample(buffer, input, output, Parallelism::None)));
     } else {
-        // Too few samples to share out: each product uses every core.
+        // Too few samples to share out: each product uses every core (so
+        // not the thread's buffer, see `with_patches`).
         let mut buffer = Vec::new();
         for (output, input) in output.chunks_exact_mut(output_stride).zip(input.chunks_exact(input_stride)) {
             sample(&mut buffer, input, output, Parallelism::Rayon(threads));
@@ -181,20 +196,22 @@ pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_
         .par_chunks(per_task * input_stride)
         .zip(output_grad.par_chunks(per_task * output_stride))
         .map(|(inputs, grads)| {
-            let (mut sum, mut buffer) = (vec![0.0; weight_len], Vec::new());
+            let mut sum = vec![0.0; weight_len];
             for (index, (input, grad)) in
                 inputs.chunks_exact(input_stride).zip(grads.chunks_exact(output_stride)).enumerate()
             {
-                let rhs = patches(shape, input, &mut buffer);
-                matmul(
-                    [shape.outputs, patch, plane],
-                    &mut sum,
-                    patch,
-                    index > 0,
-                    Operand { data: grad, row_stride: plane, column_stride: 1 },
-                    Operand { data: rhs, row_stride: 1, column_stride: plane },
-                    Parallelism::None,
-                );
+                with_patches(|buffer| {
+                    let rhs = patches(shape, input, buffer);
+                    matmul(
+                        [shape.outputs, patch, plane],
+                        &mut sum,
+                        patch,
+                        index > 0,
+                        Operand { data: grad, row_stride: plane, column_stride: 1 },
+                        Operand { data: rhs, row_stride: 1, column_stride: plane },
+                        Parallelism::None,
+                    );
+                });
             }
             sum
         })
@@ -210,7 +227,10 @@ pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_
 /// plane]` summed over samples and squares.
 pub fn bias_grad(output_grad: &[f32], plane: usize, bias_grad: &mut [f32]) {
     let outputs = bias_grad.len();
-    assert!(plane > 0 && output_grad.len().is_multiple_of(outputs * plane), "conv: bias gradient of {outputs} x {plane}");
+    assert!(
+        plane > 0 && output_grad.len().is_multiple_of(outputs * plane),
+        "conv: bias gradient of {outputs} x {plane}"
+    );
     bias_grad.fill(0.0);
     for grad in output_grad.chunks_exact(outputs * plane) {
         for (b, row) in bias_grad.iter_mut().zip(grad.chunks_exact(plane)) {

@@ -9,6 +9,8 @@
 
 use rayon::prelude::*;
 
+use crate::ops::AdamWStep;
+
 /// Elements per parallel task: large enough to amortise the scheduling.
 const CHUNK: usize = 1 << 14;
 
@@ -62,10 +64,50 @@ pub fn map(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + 
     });
 }
 
+/// A parameter's AdamW state, updated in place by [`adamw`].
+pub struct AdamWState<'a> {
+    /// The weights.
+    pub weight: &'a mut [f32],
+    /// The first moment.
+    pub first: &'a mut [f32],
+    /// The second moment.
+    pub second: &'a mut [f32],
+}
+
+/// One AdamW update in a single pass over memory (burn's tensor ops make
+/// about fifteen).
+pub fn adamw(state: AdamWState, gradient: &[f32], step: AdamWStep) {
+    let AdamWState { weight, first, second } = state;
+    assert!(
+        [first.len(), second.len(), gradient.len()].iter().all(|&len| len == weight.len()),
+        "adamw: lengths differ"
+    );
+    let decay = 1.0 - step.learning_rate * step.weight_decay;
+    weight
+        .par_chunks_mut(CHUNK)
+        .zip(first.par_chunks_mut(CHUNK).zip(second.par_chunks_mut(CHUNK)))
+        .zip(gradient.par_chunks(CHUNK))
+        .for_each(|((weight, (first, second)), gradient)| {
+            vectorized(|| {
+                for (((w, m), v), &g) in weight.iter_mut().zip(first).zip(second).zip(gradient) {
+                    let g = g * step.gradient_scale;
+                    *m = step.beta1 * *m + (1.0 - step.beta1) * g;
+                    *v = step.beta2 * *v + (1.0 - step.beta2) * g * g;
+                    let direction = (*m / step.bias_correction1) / ((*v / step.bias_correction2).sqrt() + step.epsilon);
+                    *w = *w * decay - step.learning_rate * direction;
+                }
+            })
+        });
+}
+
 /// Softmax of each `row_len` run of `values` in place, after replacing each
 /// value `x` at index `i` by `logit(x, i)`; rows in parallel.
 pub fn softmax_rows(values: &mut [f32], row_len: usize, logit: impl Fn(f32, usize) -> f32 + Sync) {
-    assert!(row_len > 0 && values.len().is_multiple_of(row_len), "softmax: {} values in rows of {row_len}", values.len());
+    assert!(
+        row_len > 0 && values.len().is_multiple_of(row_len),
+        "softmax: {} values in rows of {row_len}",
+        values.len()
+    );
     let rows_per_task = CHUNK.div_ceil(row_len);
     values.par_chunks_mut(rows_per_task * row_len).enumerate().for_each(|(task, values)| {
         vectorized(|| {

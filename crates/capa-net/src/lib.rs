@@ -36,7 +36,7 @@ pub use encode::{NetGame, encode_batch};
 pub use evaluator::NetEvaluator;
 pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
 pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
-pub use ops::{CapaAutodiffBackend, CapaBackend, mish};
+pub use ops::{AdamWStep, CapaAutodiffBackend, CapaBackend, mish};
 pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 
 /// burn itself, so that users of capa-net name the same version.

@@ -447,7 +447,8 @@ mod tests {
         let inputs = [[batch, tokens, width], [batch, tokens, width], [batch, tokens, width], [heads, tokens, tokens]]
             .map(normal);
         let output_weights = Tensor::<Ad, 3>::from_inner(normal([batch, tokens, width]));
-        let leaves = |inputs: &[Tensor<Flex, 3>; 4]| inputs.clone().map(|t| Tensor::<Ad, 3>::from_inner(t).require_grad());
+        let leaves =
+            |inputs: &[Tensor<Flex, 3>; 4]| inputs.clone().map(|t| Tensor::<Ad, 3>::from_inner(t).require_grad());
         let [q, k, v, bias] = leaves(&inputs);
         let ours = biased_attention(q.clone(), k.clone(), v.clone(), bias.clone(), heads);
         let g1 = (ours.clone() * output_weights.clone()).sum().backward();
@@ -471,6 +472,37 @@ mod tests {
         for (ours, reference) in tensor_ops.into_iter().zip([&q2, &k2, &v2, &bias2]) {
             let ours = Tensor::<Flex, 3>::from_primitive(burn::tensor::TensorPrimitive::Float(ours));
             assert_close(ours, reference.grad(&g2).unwrap(), 1e-4);
+        }
+    }
+
+    /// The fused AdamW update (one pass on the CPU) against the same update
+    /// in tensor ops, from zero moments and from given ones.
+    #[test]
+    fn adamw_kernel_matches_the_tensor_op_update() {
+        use crate::ops::{AdamWStep, adamw_step_with_tensor_ops};
+        let step = AdamWStep {
+            learning_rate: 3e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            weight_decay: 1e-2,
+            gradient_scale: 0.5,
+            bias_correction1: 1.0 - 0.9f32.powi(3),
+            bias_correction2: 1.0 - 0.999f32.powi(3),
+        };
+        let normal = |len: usize| {
+            Tensor::<Flex, 1>::random([len], Distribution::Normal(0.0, 1.0), &FlexDevice).into_primitive().tensor()
+        };
+        let len = 40_000;
+        let (weight, gradient) = (normal(len), normal(len));
+        let second = Tensor::<Flex, 1>::random([len], Distribution::Uniform(0.0, 2.0), &FlexDevice).into_primitive().tensor();
+        for moments in [None, Some([normal(len), second])] {
+            let ours = <Flex as CapaBackend>::adamw_step(weight.clone(), gradient.clone(), moments.clone(), step);
+            let reference = adamw_step_with_tensor_ops::<Flex>(weight.clone(), gradient.clone(), moments, step);
+            for (a, b) in ours.into_iter().zip(reference) {
+                let wrap = |t| Tensor::<Flex, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(t));
+                assert_close(wrap(a), wrap(b), 1e-5);
+            }
         }
     }
 

@@ -109,6 +109,61 @@ pub trait CapaBackend: Backend {
     ) -> [FloatTensor<Self>; 4] {
         attention_backward_with_tensor_ops::<Self>(q, k, v, bias, heads, grad)
     }
+
+    /// One AdamW update of a flat parameter: returns the new weight, first
+    /// and second moments. Moments absent (the first update) count as zero.
+    fn adamw_step(
+        weight: FloatTensor<Self>,
+        gradient: FloatTensor<Self>,
+        moments: Option<[FloatTensor<Self>; 2]>,
+        step: AdamWStep,
+    ) -> [FloatTensor<Self>; 3] {
+        adamw_step_with_tensor_ops::<Self>(weight, gradient, moments, step)
+    }
+}
+
+pub(crate) fn adamw_step_with_tensor_ops<B: Backend>(
+    weight: FloatTensor<B>,
+    gradient: FloatTensor<B>,
+    moments: Option<[FloatTensor<B>; 2]>,
+    step: AdamWStep,
+) -> [FloatTensor<B>; 3] {
+    let tensor = |t| Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(t));
+    let (weight, gradient) = (tensor(weight), tensor(gradient).mul_scalar(step.gradient_scale));
+    let squared = gradient.clone().powi_scalar(2).mul_scalar(1.0 - step.beta2);
+    let gradient = gradient.mul_scalar(1.0 - step.beta1);
+    let (first, second) = match moments {
+        Some([first, second]) => {
+            (tensor(first).mul_scalar(step.beta1) + gradient, tensor(second).mul_scalar(step.beta2) + squared)
+        }
+        None => (gradient, squared),
+    };
+    let direction = first.clone().div_scalar(step.bias_correction1)
+        / second.clone().div_scalar(step.bias_correction2).sqrt().add_scalar(step.epsilon);
+    let weight =
+        weight.mul_scalar(1.0 - step.learning_rate * step.weight_decay) - direction.mul_scalar(step.learning_rate);
+    [weight, first, second].map(|t| t.into_primitive().tensor())
+}
+
+/// The constants of one AdamW update of one parameter.
+#[derive(Clone, Copy, Debug)]
+pub struct AdamWStep {
+    /// The step size.
+    pub learning_rate: f32,
+    /// The first moment's decay per update.
+    pub beta1: f32,
+    /// The second moment's decay per update.
+    pub beta2: f32,
+    /// Added to the root of the second moment.
+    pub epsilon: f32,
+    /// Decoupled weight decay (0 for none).
+    pub weight_decay: f32,
+    /// The gradient is multiplied by this first (clipping).
+    pub gradient_scale: f32,
+    /// `1 - beta1^t` after `t` updates.
+    pub bias_correction1: f32,
+    /// `1 - beta2^t` after `t` updates.
+    pub bias_correction2: f32,
 }
 
 fn attention_with_tensor_ops<B: CapaBackend>(
@@ -326,6 +381,37 @@ mod flex {
             [dq, dk, dv, dbias]
         }
 
+        fn adamw_step(
+            weight: FlexTensor,
+            gradient: FlexTensor,
+            moments: Option<[FlexTensor; 2]>,
+            step: AdamWStep,
+        ) -> [FlexTensor; 3] {
+            let elements = weight.layout().num_elements();
+            let tensors = || [&weight, &gradient].into_iter().chain(moments.iter().flatten());
+            let fits = tensors().all(|t| t.dtype() == DType::F32 && t.layout().num_elements() == elements);
+            if !fits {
+                return adamw_step_with_tensor_ops::<Flex>(weight, gradient, moments, step);
+            }
+            let shape = weight.layout().shape().clone();
+            // Updated in place where this is the only reference to the buffer.
+            let [first, second] = match moments {
+                Some(moments) => moments.map(contiguous),
+                None => [(); 2].map(|()| FlexTensor::zeros(shape.clone(), DType::F32)),
+            };
+            let [mut weight, gradient, mut first, mut second] = [weight, gradient, first, second].map(contiguous);
+            cpu_elementwise::adamw(
+                cpu_elementwise::AdamWState {
+                    weight: &mut weight.storage_mut::<f32>()[..elements],
+                    first: &mut first.storage_mut::<f32>()[..elements],
+                    second: &mut second.storage_mut::<f32>()[..elements],
+                },
+                &gradient.storage::<f32>()[..elements],
+                step,
+            );
+            [weight, first, second]
+        }
+
         fn conv_same(x: FlexTensor, weight: FlexTensor, bias: Option<FlexTensor>) -> FlexTensor {
             let Some(shape) = conv_shape(&x, &weight) else {
                 let options = same_padding::<Flex>(&weight);
@@ -404,7 +490,8 @@ mod flex {
     ) -> Option<cpu_attention::AttentionShape> {
         let dims = qkv[0].layout().shape();
         let alike = qkv.iter().all(|t| t.dtype() == DType::F32 && t.layout().shape() == dims);
-        if !alike || bias.dtype() != DType::F32 || dims.num_dims() != 3 || heads == 0 || !dims[2].is_multiple_of(heads) {
+        if !alike || bias.dtype() != DType::F32 || dims.num_dims() != 3 || heads == 0 || !dims[2].is_multiple_of(heads)
+        {
             return None;
         }
         let (batch, tokens, width) = (dims[0], dims[1], dims[2]);

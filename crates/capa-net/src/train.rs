@@ -12,13 +12,14 @@ use std::collections::HashMap;
 use burn::module::{AutodiffModule, Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
+use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::NetError;
 use crate::loss::{LossWeights, Targets, losses};
 use crate::model::Net;
-use crate::ops::CapaAutodiffBackend;
+use crate::ops::{AdamWStep, CapaAutodiffBackend, CapaBackend};
 use crate::store::ParamPath;
 
 /// Which optimizer updates the weights.
@@ -318,7 +319,7 @@ struct Update<'a, B: AutodiffBackend> {
     keep_updated: bool,
 }
 
-impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
+impl<B: CapaAutodiffBackend> ModuleMapper<B> for Update<'_, B> {
     fn enter_module(&mut self, name: &str, _: &str) {
         self.path.enter(name);
     }
@@ -335,10 +336,7 @@ impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
         let shape = tensor.dims();
         let elements = shape.iter().product::<usize>();
         let weight = tensor.inner().reshape([elements]);
-        let mut gradient = gradient.reshape([elements]);
-        if self.scale != 1.0 {
-            gradient = gradient.mul_scalar(self.scale);
-        }
+        let gradient = gradient.reshape([elements]);
         let decay = if D >= 2 { self.config.weight_decay } else { 0.0 };
         let name = self.path.name();
         let c = self.config;
@@ -347,6 +345,7 @@ impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
         let updates = previous.as_ref().map_or(0, |m| m.updates) + 1;
         let weight = match c.optimizer {
             OptimizerKind::Sgd => {
+                let mut gradient = if self.scale != 1.0 { gradient.mul_scalar(self.scale) } else { gradient };
                 if decay > 0.0 {
                     gradient = gradient + weight.clone().mul_scalar(decay);
                 }
@@ -360,21 +359,32 @@ impl<B: AutodiffBackend> ModuleMapper<B> for Update<'_, B> {
                 weight - direction.mul_scalar(lr)
             }
             OptimizerKind::AdamW => {
-                let squared = gradient.clone().powi_scalar(2).mul_scalar(1.0 - c.beta2);
-                let gradient = gradient.mul_scalar(1.0 - c.momentum);
-                let (first, second) = match previous {
-                    Some(Moments { first, second: Some(second), .. }) => {
-                        (first.mul_scalar(c.momentum) + gradient, second.mul_scalar(c.beta2) + squared)
-                    }
-                    _ => (gradient, squared),
-                };
                 let t = updates.min(i32::MAX as u64) as i32;
-                let first_unbiased = first.clone().div_scalar(1.0 - c.momentum.powi(t));
-                let second_unbiased = second.clone().div_scalar(1.0 - c.beta2.powi(t));
-                let step = first_unbiased / second_unbiased.sqrt().add_scalar(c.epsilon);
+                let step = AdamWStep {
+                    learning_rate: lr as f32,
+                    beta1: c.momentum as f32,
+                    beta2: c.beta2 as f32,
+                    epsilon: c.epsilon as f32,
+                    weight_decay: decay as f32,
+                    gradient_scale: self.scale as f32,
+                    bias_correction1: (1.0 - c.momentum.powi(t)) as f32,
+                    bias_correction2: (1.0 - c.beta2.powi(t)) as f32,
+                };
+                let moments = match previous {
+                    Some(Moments { first, second: Some(second), .. }) => {
+                        Some([first.into_primitive().tensor(), second.into_primitive().tensor()])
+                    }
+                    _ => None,
+                };
+                let [weight, first, second] = <B::InnerBackend as CapaBackend>::adamw_step(
+                    weight.into_primitive().tensor(),
+                    gradient.into_primitive().tensor(),
+                    moments,
+                    step,
+                )
+                .map(|t| Tensor::<B::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(t)));
                 self.moments.insert(name.clone(), Moments { first, second: Some(second), updates });
-                let weight = if decay > 0.0 { weight.mul_scalar(1.0 - lr * decay) } else { weight };
-                weight - step.mul_scalar(lr)
+                weight
             }
         };
         if self.keep_updated {
