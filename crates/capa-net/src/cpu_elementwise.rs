@@ -64,6 +64,155 @@ pub fn map(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + 
     });
 }
 
+/// Per row of `plane` values, the sum and the sum of squares: `out` holds
+/// them side by side, two per row.
+pub fn row_moments(x: &[f32], plane: usize, out: &mut [f32]) {
+    assert!(plane > 0 && x.len() == out.len() / 2 * plane && out.len().is_multiple_of(2), "row moments: lengths");
+    let rows_per_task = CHUNK.div_ceil(plane);
+    out.par_chunks_mut(2 * rows_per_task).zip(x.par_chunks(rows_per_task * plane)).for_each(|(out, x)| {
+        vectorized(|| {
+            for (moments, row) in out.chunks_exact_mut(2).zip(x.chunks_exact(plane)) {
+                moments[0] = fold_lanes(row, 0.0, |s, v| s + v);
+                moments[1] = dot(row, row);
+            }
+        })
+    });
+}
+
+/// The gradient of [`row_moments`]: `dx = d_sum + 2 x d_sum_of_squares`.
+pub fn row_moments_backward(x: &[f32], plane: usize, grad: &[f32], dx: &mut [f32]) {
+    assert!(plane > 0 && x.len() == dx.len() && x.len() == grad.len() / 2 * plane, "row moments: lengths");
+    let rows_per_task = CHUNK.div_ceil(plane);
+    dx.par_chunks_mut(rows_per_task * plane)
+        .zip(x.par_chunks(rows_per_task * plane))
+        .zip(grad.par_chunks(2 * rows_per_task))
+        .for_each(|((dx, x), grad)| {
+            vectorized(|| {
+                for ((dx, x), g) in dx.chunks_exact_mut(plane).zip(x.chunks_exact(plane)).zip(grad.chunks_exact(2)) {
+                    dx.iter_mut().zip(x).for_each(|(d, &v)| *d = g[0] + 2.0 * v * g[1]);
+                }
+            })
+        });
+}
+
+/// The inputs of [`scale_shift_mish`]: rows of `plane` values, one scale and
+/// one shift per row, and optionally a residual shaped like `x`.
+#[derive(Clone, Copy)]
+pub struct ScaleShift<'a> {
+    /// The activations.
+    pub x: &'a [f32],
+    /// Values per row.
+    pub plane: usize,
+    /// One per row.
+    pub scale: &'a [f32],
+    /// One per row.
+    pub shift: &'a [f32],
+    /// Added before Mish.
+    pub residual: Option<&'a [f32]>,
+}
+
+impl ScaleShift<'_> {
+    fn check(&self, len: usize) {
+        let rows = self.scale.len();
+        assert!(
+            self.plane > 0
+                && self.x.len() == rows * self.plane
+                && self.shift.len() == rows
+                && len == self.x.len()
+                && self.residual.is_none_or(|r| r.len() == len),
+            "scale-shift-mish: lengths"
+        );
+    }
+
+    /// The row chunks one task takes, with their row offset.
+    fn rows_per_task(&self) -> usize {
+        CHUNK.div_ceil(self.plane)
+    }
+}
+
+/// `out = mish(x * scale + shift + residual)`, scale and shift per row.
+pub fn scale_shift_mish(input: ScaleShift, out: &mut [f32]) {
+    input.check(out.len());
+    let (plane, rows_per_task) = (input.plane, input.rows_per_task());
+    out.par_chunks_mut(rows_per_task * plane).enumerate().for_each(|(task, out)| {
+        let first_row = task * rows_per_task;
+        vectorized(|| {
+            for (row, out) in out.chunks_exact_mut(plane).enumerate() {
+                let (start, row) = ((first_row + row) * plane, first_row + row);
+                let (scale, shift, x) = (input.scale[row], input.shift[row], &input.x[start..start + plane]);
+                match input.residual {
+                    Some(residual) => out
+                        .iter_mut()
+                        .zip(x)
+                        .zip(&residual[start..start + plane])
+                        .for_each(|((o, &x), &r)| *o = mish(x * scale + shift + r)),
+                    None => out.iter_mut().zip(x).for_each(|(o, &x)| *o = mish(x * scale + shift)),
+                }
+            }
+        })
+    });
+}
+
+/// The gradients of [`scale_shift_mish`] given the output's `grad`: `dx`
+/// (which is also the residual's gradient divided by `scale`), and per row
+/// `dscale`, `dshift`; the residual's gradient into `dresidual` when given.
+pub struct ScaleShiftGrads<'a> {
+    /// The gradient of `x`.
+    pub x: &'a mut [f32],
+    /// The gradient of the scales.
+    pub scale: &'a mut [f32],
+    /// The gradient of the shifts.
+    pub shift: &'a mut [f32],
+    /// The gradient of the residual, when there is one.
+    pub residual: Option<&'a mut [f32]>,
+}
+
+/// Backward through [`scale_shift_mish`]: with `g = grad mish'(z)`, `dx = g
+/// scale`, `dresidual = g`, `dscale = sum(g x)`, `dshift = sum(g)` per row.
+pub fn scale_shift_mish_backward(input: ScaleShift, grad: &[f32], grads: ScaleShiftGrads) {
+    input.check(grad.len());
+    let ScaleShiftGrads { x: dx, scale: dscale, shift: dshift, residual: dresidual } = grads;
+    assert!(dx.len() == grad.len() && dscale.len() == input.scale.len() && dshift.len() == input.shift.len());
+    assert_eq!(dresidual.is_some(), input.residual.is_some(), "scale-shift-mish: residual gradient");
+    let (plane, rows_per_task) = (input.plane, input.rows_per_task());
+    let residual_chunks: Vec<Option<&mut [f32]>> = match dresidual {
+        Some(d) => d.chunks_mut(rows_per_task * plane).map(Some).collect(),
+        None => (0..dx.len().div_ceil(rows_per_task * plane)).map(|_| None).collect(),
+    };
+    dx.par_chunks_mut(rows_per_task * plane)
+        .zip(dscale.par_chunks_mut(rows_per_task).zip(dshift.par_chunks_mut(rows_per_task)))
+        .zip(residual_chunks)
+        .enumerate()
+        .for_each(|(task, ((dx, (dscale, dshift)), mut dresidual))| {
+            let first_row = task * rows_per_task;
+            vectorized(|| {
+                for (row, dx) in dx.chunks_exact_mut(plane).enumerate() {
+                    let (start, index) = ((first_row + row) * plane, first_row + row);
+                    let (scale, shift) = (input.scale[index], input.shift[index]);
+                    let (x, g) = (&input.x[start..start + plane], &grad[start..start + plane]);
+                    // dx holds g = grad mish'(z) for now.
+                    match input.residual {
+                        Some(residual) => dx
+                            .iter_mut()
+                            .zip(x)
+                            .zip(&residual[start..start + plane])
+                            .zip(g)
+                            .for_each(|(((d, &x), &r), &g)| *d = g * mish_slope(x * scale + shift + r)),
+                        None => {
+                            dx.iter_mut().zip(x).zip(g).for_each(|((d, &x), &g)| *d = g * mish_slope(x * scale + shift))
+                        }
+                    }
+                    dshift[row] = fold_lanes(dx, 0.0, |s, v| s + v);
+                    dscale[row] = dot(dx, x);
+                    if let Some(dresidual) = dresidual.as_deref_mut() {
+                        dresidual[row * plane..(row + 1) * plane].copy_from_slice(dx);
+                    }
+                    dx.iter_mut().for_each(|d| *d *= scale);
+                }
+            })
+        });
+}
+
 /// A parameter's AdamW state, updated in place by [`adamw`].
 pub struct AdamWState<'a> {
     /// The weights.
@@ -125,6 +274,7 @@ pub fn softmax_rows(values: &mut [f32], row_len: usize, logit: impl Fn(f32, usiz
 }
 
 /// `sum(a[i] b[i])`.
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 16;
     let mut lanes = [0.0f32; LANES];

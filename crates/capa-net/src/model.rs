@@ -13,7 +13,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
-use crate::ops::{CapaBackend, biased_attention, conv_same, mish};
+use crate::ops::{CapaBackend, biased_attention, channel_moments, conv_same, mish, scale_shift_mish};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -97,9 +97,9 @@ impl<B: CapaBackend> GroupNorm<B> {
     fn coefficients(&self, x: &Tensor<B, 4>) -> Normalisation<B> {
         let [batch, channels, ranks, files] = x.dims();
         let (squares, per_group) = (ranks * files, channels / self.groups);
-        let flat = x.clone().reshape([batch, channels, squares]);
-        let sums = flat.clone().sum_dim(2).reshape([batch, channels]);
-        let squares_sums = flat.powi_scalar(2).sum_dim(2).reshape([batch, channels]);
+        let moments = channel_moments(x.clone());
+        let sums = moments.clone().narrow(2, 0, 1).reshape([batch, channels]);
+        let squares_sums = moments.narrow(2, 1, 1).reshape([batch, channels]);
         let per_group_mean = |t: Tensor<B, 2>| {
             t.reshape([batch, self.groups, per_group])
                 .sum_dim(2)
@@ -115,19 +115,11 @@ impl<B: CapaBackend> GroupNorm<B> {
         Normalisation { scale, shift, channel_mean: sums.div_scalar(squares as f64) }
     }
 
-    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    /// Normalisation, then Mish (which always follows it in this network).
+    fn forward_mish(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let Normalisation { scale, shift, .. } = self.coefficients(&x);
-        scale_and_shift(x, scale, shift)
+        scale_shift_mish(x, scale, shift, None)
     }
-}
-
-/// `x * scale + shift` with per-(sample, channel) coefficients `[batch,
-/// channels]`, laid out so the backend broadcasts along contiguous rows.
-fn scale_and_shift<B: CapaBackend>(x: Tensor<B, 4>, scale: Tensor<B, 2>, shift: Tensor<B, 2>) -> Tensor<B, 4> {
-    let [batch, channels, ranks, files] = x.dims();
-    let column = |t: Tensor<B, 2>| t.reshape([batch, channels, 1]);
-    (x.reshape([batch, channels, ranks * files]) * column(scale) + column(shift))
-        .reshape([batch, channels, ranks, files])
 }
 
 /// Squeeze-excitation: the mean of each channel over the board becomes a
@@ -177,7 +169,7 @@ impl<B: CapaBackend> ResBlock<B> {
     }
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let h = mish(self.norm1.forward(self.conv1.forward(x.clone())));
+        let h = self.norm1.forward_mish(self.conv1.forward(x.clone()));
         let h = self.conv2.forward(h);
         // The SE pools GN2's output: its channel means follow from the
         // coefficients, so GN2, the SE's scale and its bias fold into one
@@ -185,8 +177,7 @@ impl<B: CapaBackend> ResBlock<B> {
         let norm = self.norm2.coefficients(&h);
         let pooled = norm.channel_mean * norm.scale.clone() + norm.shift.clone();
         let (se_scale, se_bias) = self.se.excitation(pooled);
-        let h = scale_and_shift(h, norm.scale * se_scale.clone(), norm.shift * se_scale + se_bias);
-        mish(h + x)
+        scale_shift_mish(h, norm.scale * se_scale.clone(), norm.shift * se_scale + se_bias, Some(x))
     }
 }
 
@@ -362,7 +353,7 @@ impl<B: CapaBackend> Net<B> {
     pub fn forward(&self, planes: Tensor<B, 4>, with_future: bool) -> NetOutput<B> {
         let game = self.config.game;
         let device = planes.device();
-        let mut x = mish(self.input_norm.forward(self.input_conv.forward(planes)));
+        let mut x = self.input_norm.forward_mish(self.input_conv.forward(planes));
         for block in &self.blocks {
             x = block.forward(x);
         }
@@ -495,7 +486,8 @@ mod tests {
         };
         let len = 40_000;
         let (weight, gradient) = (normal(len), normal(len));
-        let second = Tensor::<Flex, 1>::random([len], Distribution::Uniform(0.0, 2.0), &FlexDevice).into_primitive().tensor();
+        let second =
+            Tensor::<Flex, 1>::random([len], Distribution::Uniform(0.0, 2.0), &FlexDevice).into_primitive().tensor();
         for moments in [None, Some([normal(len), second])] {
             let ours = <Flex as CapaBackend>::adamw_step(weight.clone(), gradient.clone(), moments.clone(), step);
             let reference = adamw_step_with_tensor_ops::<Flex>(weight.clone(), gradient.clone(), moments, step);
@@ -540,31 +532,61 @@ mod tests {
         }
     }
 
+    /// burn's GroupNorm with the same gamma and beta.
+    fn burn_group_norm<B: Backend>(ours: &GroupNorm<B>, channels: usize) -> burn::nn::GroupNorm<B> {
+        let device = ours.gamma.device();
+        let mut reference = burn::nn::GroupNormConfig::new(ours.groups, channels).init::<B>(&device);
+        reference.gamma = Some(ours.gamma.clone());
+        reference.beta = Some(ours.beta.clone());
+        reference
+    }
+
+    /// GN then Mish (channel moments and the fused scale-shift-Mish, with
+    /// their backward passes) against burn's GroupNorm and Mish, values and
+    /// gradients of the input, gamma and beta.
     #[test]
-    fn group_norm_matches_burns() {
+    fn group_norm_matches_burns_with_its_gradients() {
+        type Ad = burn::backend::Autodiff<Flex>;
         let x = random([3, 16, 8, 10]);
-        let ours = GroupNorm::<Flex> {
+        let ours = GroupNorm::<Ad> {
             gamma: Param::from_tensor(Tensor::random([16], Distribution::Normal(1.0, 0.3), &FlexDevice)),
             beta: Param::from_tensor(Tensor::random([16], Distribution::Normal(0.0, 0.3), &FlexDevice)),
             groups: 4,
         };
-        let mut reference = burn::nn::GroupNormConfig::new(4, 16).init::<Flex>(&FlexDevice);
-        reference.gamma = Some(ours.gamma.clone());
-        reference.beta = Some(ours.beta.clone());
-        assert_close(ours.forward(x.clone()), reference.forward(x), 1e-4);
+        let reference = burn_group_norm(&ours, 16);
+        let weights = Tensor::<Ad, 4>::from_inner(random([3, 16, 8, 10]));
+        let (x1, x2) =
+            (Tensor::<Ad, 4>::from_inner(x.clone()).require_grad(), Tensor::<Ad, 4>::from_inner(x).require_grad());
+        let (y1, y2) = (ours.forward_mish(x1.clone()), burn::tensor::activation::mish(reference.forward(x2.clone())));
+        assert_close(y1.clone().inner(), y2.clone().inner(), 1e-4);
+        let g1 = (y1 * weights.clone()).sum().backward();
+        let g2 = (y2 * weights).sum().backward();
+        assert_close(x1.grad(&g1).unwrap(), x2.grad(&g2).unwrap(), 1e-3);
+        assert_close(ours.gamma.grad(&g1).unwrap(), reference.gamma.as_ref().unwrap().grad(&g2).unwrap(), 1e-3);
+        assert_close(ours.beta.grad(&g1).unwrap(), reference.beta.as_ref().unwrap().grad(&g2).unwrap(), 1e-3);
     }
 
+    /// The residual block with GN2 and the SE folded into one fused op
+    /// against the plain sequence in burn's own ops, values and the input's
+    /// gradient.
     #[test]
     fn folded_residual_block_matches_the_plain_one() {
+        type Ad = burn::backend::Autodiff<Flex>;
         let config = NetConfig { channels: 16, groups: 4, ..NetConfig::small(crate::GameKind::Chess) };
-        let block = ResBlock::<Flex>::new(&config, &FlexDevice);
+        let block = ResBlock::<Ad>::new(&config, &FlexDevice);
         let x = random([2, 16, 8, 8]);
+        let (x1, x2) =
+            (Tensor::<Ad, 4>::from_inner(x.clone()).require_grad(), Tensor::<Ad, 4>::from_inner(x).require_grad());
         // conv -> GN -> Mish -> conv -> GN -> SE (pool, scale, bias) -> + x -> Mish, step by step.
-        let h = mish(block.norm1.forward(block.conv1.forward(x.clone())));
-        let h = block.norm2.forward(block.conv2.forward(h));
+        let plain_mish = burn::tensor::activation::mish;
+        let h = plain_mish(burn_group_norm(&block.norm1, 16).forward(block.conv1.forward(x2.clone())));
+        let h = burn_group_norm(&block.norm2, 16).forward(block.conv2.forward(h));
         let pooled = h.clone().mean_dim(3).mean_dim(2).reshape([2, 16]);
         let (scale, bias) = block.se.excitation(pooled);
-        let plain = mish(h * scale.reshape([2, 16, 1, 1]) + bias.reshape([2, 16, 1, 1]) + x.clone());
-        assert_close(block.forward(x), plain, 1e-4);
+        let plain = plain_mish(h * scale.reshape([2, 16, 1, 1]) + bias.reshape([2, 16, 1, 1]) + x2.clone());
+        let folded = block.forward(x1.clone());
+        assert_close(folded.clone().inner(), plain.clone().inner(), 1e-4);
+        let (g1, g2) = (folded.sum().backward(), plain.sum().backward());
+        assert_close(x1.grad(&g1).unwrap(), x2.grad(&g2).unwrap(), 1e-3);
     }
 }

@@ -110,6 +110,43 @@ pub trait CapaBackend: Backend {
         attention_backward_with_tensor_ops::<Self>(q, k, v, bias, heads, grad)
     }
 
+    /// Each channel's sum and sum of squares over the board: `x` is
+    /// `[batch, channels, ranks, files]`, the result `[batch, channels, 2]`.
+    fn channel_moments(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        channel_moments_with_tensor_ops::<Self>(x)
+    }
+
+    /// The gradient of [`channel_moments`](Self::channel_moments)'s input:
+    /// `d_sum + 2 x d_sum_of_squares`.
+    fn channel_moments_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        channel_moments_backward_with_tensor_ops::<Self>(x, grad)
+    }
+
+    /// `mish(x * scale + shift [+ residual])` with `x` and `residual`
+    /// `[batch, channels, ranks, files]` and per-(sample, channel) `scale`
+    /// and `shift` `[batch, channels]`: normalisation's affine step, the
+    /// squeeze-excitation and the activation in one.
+    fn scale_shift_mish(
+        x: FloatTensor<Self>,
+        scale: FloatTensor<Self>,
+        shift: FloatTensor<Self>,
+        residual: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        scale_shift_mish_with_tensor_ops::<Self>(x, scale, shift, residual)
+    }
+
+    /// The gradients of [`scale_shift_mish`](Self::scale_shift_mish)'s `x`,
+    /// `scale` and `shift`, and its residual's when there is one.
+    fn scale_shift_mish_backward(
+        x: FloatTensor<Self>,
+        scale: FloatTensor<Self>,
+        shift: FloatTensor<Self>,
+        residual: Option<FloatTensor<Self>>,
+        grad: FloatTensor<Self>,
+    ) -> ([FloatTensor<Self>; 3], Option<FloatTensor<Self>>) {
+        scale_shift_mish_backward_with_tensor_ops::<Self>(x, scale, shift, residual, grad)
+    }
+
     /// One AdamW update of a flat parameter: returns the new weight, first
     /// and second moments. Moments absent (the first update) count as zero.
     fn adamw_step(
@@ -227,6 +264,69 @@ fn attention_probabilities<B: CapaBackend>(
     let bias = Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(bias)).reshape([1, heads, tokens, tokens]);
     let logits = q.matmul(k.swap_dims(2, 3)).mul_scalar(scale) + bias;
     (scale, softmax_last(logits))
+}
+
+fn channel_moments_with_tensor_ops<B: CapaBackend>(x: FloatTensor<B>) -> FloatTensor<B> {
+    let x = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(x));
+    let [batch, channels, ranks, files] = x.dims();
+    let rows = x.reshape([batch, channels, ranks * files]);
+    Tensor::cat(vec![rows.clone().sum_dim(2), rows.powi_scalar(2).sum_dim(2)], 2).into_primitive().tensor()
+}
+
+fn channel_moments_backward_with_tensor_ops<B: CapaBackend>(x: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+    let x = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(x));
+    let grad = Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(grad));
+    let [batch, channels, _, _] = x.dims();
+    let column = |i| grad.clone().narrow(2, i, 1).reshape([batch, channels, 1, 1]);
+    (x.mul_scalar(2.0) * column(1) + column(0)).into_primitive().tensor()
+}
+
+fn scale_shift_mish_with_tensor_ops<B: CapaBackend>(
+    x: FloatTensor<B>,
+    scale: FloatTensor<B>,
+    shift: FloatTensor<B>,
+    residual: Option<FloatTensor<B>>,
+) -> FloatTensor<B> {
+    let z = scale_shift_with_tensor_ops::<B>(x, scale, shift, residual);
+    B::mish(z.into_primitive().tensor())
+}
+
+fn scale_shift_mish_backward_with_tensor_ops<B: CapaBackend>(
+    x: FloatTensor<B>,
+    scale: FloatTensor<B>,
+    shift: FloatTensor<B>,
+    residual: Option<FloatTensor<B>>,
+    grad: FloatTensor<B>,
+) -> ([FloatTensor<B>; 3], Option<FloatTensor<B>>) {
+    let has_residual = residual.is_some();
+    let x4 = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(x.clone()));
+    let [batch, channels, ranks, files] = x4.dims();
+    let z = scale_shift_with_tensor_ops::<B>(x, scale.clone(), shift, residual);
+    let g = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(B::mish_backward(z.into_primitive().tensor(), grad)));
+    let per_row = |t: Tensor<B, 4>| t.reshape([batch, channels, ranks * files]).sum_dim(2).reshape([batch, channels]);
+    let scale = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(scale)).reshape([batch, channels, 1, 1]);
+    let dscale = per_row(g.clone() * x4);
+    let dshift = per_row(g.clone());
+    let dx = g.clone() * scale;
+    let residual_grad = has_residual.then(|| g.into_primitive().tensor());
+    ([dx.into_primitive().tensor(), dscale.into_primitive().tensor(), dshift.into_primitive().tensor()], residual_grad)
+}
+
+/// `x * scale + shift [+ residual]`, the coefficients per (sample, channel).
+fn scale_shift_with_tensor_ops<B: Backend>(
+    x: FloatTensor<B>,
+    scale: FloatTensor<B>,
+    shift: FloatTensor<B>,
+    residual: Option<FloatTensor<B>>,
+) -> Tensor<B, 4> {
+    let x = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(x));
+    let [batch, channels, _, _] = x.dims();
+    let column = |t| Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(t)).reshape([batch, channels, 1, 1]);
+    let z = x * column(scale) + column(shift);
+    match residual {
+        Some(residual) => z + Tensor::from_primitive(TensorPrimitive::Float(residual)),
+        None => z,
+    }
 }
 
 fn bias_grad_with_tensor_ops<B: Backend>(grad: FloatTensor<B>) -> FloatTensor<B> {
@@ -381,6 +481,100 @@ mod flex {
             [dq, dk, dv, dbias]
         }
 
+        fn channel_moments(x: FlexTensor) -> FlexTensor {
+            let Some([batch, channels, plane]) = board_rows(&x) else {
+                return channel_moments_with_tensor_ops::<Flex>(x);
+            };
+            let x = contiguous(x);
+            let mut out = FlexTensor::empty(Shape::new([batch, channels, 2]), DType::F32);
+            let rows = batch * channels;
+            cpu_elementwise::row_moments(
+                &x.storage::<f32>()[..rows * plane],
+                plane,
+                &mut out.storage_mut::<f32>()[..2 * rows],
+            );
+            out
+        }
+
+        fn channel_moments_backward(x: FlexTensor, grad: FlexTensor) -> FlexTensor {
+            let Some([batch, channels, plane]) = board_rows(&x).filter(|_| grad.dtype() == DType::F32) else {
+                return channel_moments_backward_with_tensor_ops::<Flex>(x, grad);
+            };
+            let (x, grad) = (contiguous(x), contiguous(grad));
+            let rows = batch * channels;
+            let mut dx = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+            cpu_elementwise::row_moments_backward(
+                &x.storage::<f32>()[..rows * plane],
+                plane,
+                &grad.storage::<f32>()[..2 * rows],
+                &mut dx.storage_mut::<f32>()[..rows * plane],
+            );
+            dx
+        }
+
+        fn scale_shift_mish(
+            x: FlexTensor,
+            scale: FlexTensor,
+            shift: FlexTensor,
+            residual: Option<FlexTensor>,
+        ) -> FlexTensor {
+            let Some([batch, channels, plane]) = scale_shift_rows(&x, &scale, &shift, residual.as_ref()) else {
+                return scale_shift_mish_with_tensor_ops::<Flex>(x, scale, shift, residual);
+            };
+            let [x, scale, shift] = [x, scale, shift].map(contiguous);
+            let residual = residual.map(contiguous);
+            let (rows, len) = (batch * channels, batch * channels * plane);
+            let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+            let input = cpu_elementwise::ScaleShift {
+                x: &x.storage::<f32>()[..len],
+                plane,
+                scale: &scale.storage::<f32>()[..rows],
+                shift: &shift.storage::<f32>()[..rows],
+                residual: residual.as_ref().map(|r| &r.storage::<f32>()[..len]),
+            };
+            cpu_elementwise::scale_shift_mish(input, &mut out.storage_mut::<f32>()[..len]);
+            out
+        }
+
+        fn scale_shift_mish_backward(
+            x: FlexTensor,
+            scale: FlexTensor,
+            shift: FlexTensor,
+            residual: Option<FlexTensor>,
+            grad: FlexTensor,
+        ) -> ([FlexTensor; 3], Option<FlexTensor>) {
+            let Some([batch, channels, plane]) = scale_shift_rows(&x, &scale, &shift, residual.as_ref())
+                .filter(|_| grad.dtype() == DType::F32 && grad.layout().shape() == x.layout().shape())
+            else {
+                return scale_shift_mish_backward_with_tensor_ops::<Flex>(x, scale, shift, residual, grad);
+            };
+            let [x, scale, shift, grad] = [x, scale, shift, grad].map(contiguous);
+            let residual = residual.map(contiguous);
+            let (rows, len) = (batch * channels, batch * channels * plane);
+            let mut dx = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+            let [mut dscale, mut dshift] =
+                [(); 2].map(|()| FlexTensor::empty(Shape::new([batch, channels]), DType::F32));
+            let mut dresidual = residual.as_ref().map(|_| FlexTensor::empty(x.layout().shape().clone(), DType::F32));
+            let input = cpu_elementwise::ScaleShift {
+                x: &x.storage::<f32>()[..len],
+                plane,
+                scale: &scale.storage::<f32>()[..rows],
+                shift: &shift.storage::<f32>()[..rows],
+                residual: residual.as_ref().map(|r| &r.storage::<f32>()[..len]),
+            };
+            cpu_elementwise::scale_shift_mish_backward(
+                input,
+                &grad.storage::<f32>()[..len],
+                cpu_elementwise::ScaleShiftGrads {
+                    x: &mut dx.storage_mut::<f32>()[..len],
+                    scale: &mut dscale.storage_mut::<f32>()[..rows],
+                    shift: &mut dshift.storage_mut::<f32>()[..rows],
+                    residual: dresidual.as_mut().map(|d| &mut d.storage_mut::<f32>()[..len]),
+                },
+            );
+            ([dx, dscale, dshift], dresidual)
+        }
+
         fn adamw_step(
             weight: FlexTensor,
             gradient: FlexTensor,
@@ -479,6 +673,31 @@ mod flex {
             );
             out
         }
+    }
+
+    /// `[batch, channels, squares]` of an f32 `[batch, channels, ranks, files]` tensor.
+    fn board_rows(x: &FlexTensor) -> Option<[usize; 3]> {
+        let dims = x.layout().shape();
+        (x.dtype() == DType::F32 && dims.num_dims() == 4 && dims[2] * dims[3] > 0)
+            .then(|| [dims[0], dims[1], dims[2] * dims[3]])
+    }
+
+    /// [`board_rows`] of `x`, when the coefficients are f32 `[batch,
+    /// channels]` and the residual is shaped like `x`.
+    fn scale_shift_rows(
+        x: &FlexTensor,
+        scale: &FlexTensor,
+        shift: &FlexTensor,
+        residual: Option<&FlexTensor>,
+    ) -> Option<[usize; 3]> {
+        let [batch, channels, plane] = board_rows(x)?;
+        let coefficients = [scale, shift].iter().all(|t| {
+            let dims = t.layout().shape();
+            t.dtype() == DType::F32 && dims.num_dims() == 2 && [dims[0], dims[1]] == [batch, channels]
+        });
+        let residual_fits =
+            residual.is_none_or(|r| r.dtype() == DType::F32 && r.layout().shape() == x.layout().shape());
+        (coefficients && residual_fits).then_some([batch, channels, plane])
     }
 
     /// The dimensions of an attention our kernel runs: f32, `q`, `k`, `v`
@@ -668,6 +887,112 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
             }
         }
     }
+
+    fn channel_moments(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct MomentsBackward;
+
+        impl<B: CapaBackend> Backward<B, 1> for MomentsBackward {
+            type State = NodeId;
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let x = checkpointer.retrieve_node_output(ops.state);
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| B::channel_moments_backward(x, grad));
+            }
+        }
+
+        match MomentsBackward.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = prep.checkpoint(&x);
+                prep.finish(state, B::channel_moments(x.primitive))
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::channel_moments(x.primitive)),
+        }
+    }
+
+    fn scale_shift_mish(
+        x: FloatTensor<Self>,
+        scale: FloatTensor<Self>,
+        shift: FloatTensor<Self>,
+        residual: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        /// Parents: x, scale, shift and (when there is one) the residual.
+        #[derive(Debug)]
+        struct ScaleShiftMishBackward<const PARENTS: usize>;
+
+        impl<B: CapaBackend, const PARENTS: usize> Backward<B, PARENTS> for ScaleShiftMishBackward<PARENTS> {
+            type State = Vec<NodeId>;
+
+            fn backward(self, ops: Ops<Self::State, PARENTS>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let mut inputs =
+                    ops.state.into_iter().map(|id| checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(id));
+                let mut next = || inputs.next().expect("x, scale and shift are checkpointed");
+                let (x, scale, shift) = (next(), next(), next());
+                let residual = inputs.next();
+                let (gradients, residual_grad) = B::scale_shift_mish_backward(x, scale, shift, residual, grad);
+                for (parent, grad) in ops.parents.iter().zip(gradients.into_iter().map(Some).chain([residual_grad])) {
+                    if let (Some(node), Some(grad)) = (parent, grad) {
+                        grads.register::<B>(node.id, grad);
+                    }
+                }
+            }
+        }
+
+        fn record<B: CapaBackend, C: CheckpointStrategy, const PARENTS: usize>(
+            kind: OpsKind<ScaleShiftMishBackward<PARENTS>, B, Vec<NodeId>, C, PARENTS>,
+            inputs: [FloatTensor<Autodiff<B, C>>; 3],
+            residual: Option<FloatTensor<Autodiff<B, C>>>,
+        ) -> FloatTensor<Autodiff<B, C>> {
+            let compute = |[x, scale, shift]: [FloatTensor<Autodiff<B, C>>; 3],
+                           residual: Option<FloatTensor<Autodiff<B, C>>>| {
+                B::scale_shift_mish(x.primitive, scale.primitive, shift.primitive, residual.map(|r| r.primitive))
+            };
+            match kind {
+                OpsKind::Tracked(mut prep) => {
+                    let state = inputs.iter().chain(residual.as_ref()).map(|t| prep.checkpoint(t)).collect();
+                    prep.finish(state, compute(inputs, residual))
+                }
+                OpsKind::UnTracked(prep) => prep.finish(compute(inputs, residual)),
+            }
+        }
+
+        let parents = [x.node.clone(), scale.node.clone(), shift.node.clone()];
+        match residual {
+            Some(residual) => {
+                let [a, b, c] = parents;
+                let kind = ScaleShiftMishBackward::<4>
+                    .prepare::<C>([a, b, c, residual.node.clone()])
+                    .compute_bound()
+                    .stateful();
+                record(kind, [x, scale, shift], Some(residual))
+            }
+            None => {
+                let kind = ScaleShiftMishBackward::<3>.prepare::<C>(parents).compute_bound().stateful();
+                record(kind, [x, scale, shift], None)
+            }
+        }
+    }
+}
+
+/// [`CapaBackend::channel_moments`] on tensors.
+pub fn channel_moments<B: CapaBackend>(x: Tensor<B, 4>) -> Tensor<B, 3> {
+    Tensor::from_primitive(TensorPrimitive::Float(B::channel_moments(x.into_primitive().tensor())))
+}
+
+/// [`CapaBackend::scale_shift_mish`] on tensors.
+pub fn scale_shift_mish<B: CapaBackend>(
+    x: Tensor<B, 4>,
+    scale: Tensor<B, 2>,
+    shift: Tensor<B, 2>,
+    residual: Option<Tensor<B, 4>>,
+) -> Tensor<B, 4> {
+    Tensor::from_primitive(TensorPrimitive::Float(B::scale_shift_mish(
+        x.into_primitive().tensor(),
+        scale.into_primitive().tensor(),
+        shift.into_primitive().tensor(),
+        residual.map(|r| r.into_primitive().tensor()),
+    )))
 }
 
 /// [`CapaBackend::biased_attention`] on tensors.
