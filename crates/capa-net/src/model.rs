@@ -219,19 +219,23 @@ impl<B: CapaBackend> TransformerBlock<B> {
 
     /// `x`: `[batch, squares, width]`; `positions`: [`relative_positions`].
     fn forward(&self, x: Tensor<B, 3>, positions: Tensor<B, 1, Int>) -> Tensor<B, 3> {
-        let squares = x.dims()[1];
+        let [batch, squares, width] = x.dims();
+        // The projections see every square of the batch as one row of a
+        // matrix: one large product each rather than one per sample.
+        let x = x.reshape([batch * squares, width]);
+        let tokens = |t: Tensor<B, 2>| t.reshape([batch, squares, width]);
         let h = self.attention_norm.forward(x.clone());
         let bias = self.position_bias.val().select(1, positions).reshape([self.heads, squares, squares]);
         let context = biased_attention(
-            self.query.forward(h.clone()),
-            self.key.forward(h.clone()),
-            self.value.forward(h),
+            tokens(self.query.forward(h.clone())),
+            tokens(self.key.forward(h.clone())),
+            tokens(self.value.forward(h)),
             bias,
             self.heads,
         );
-        let x = x + self.out.forward(context);
+        let x = x + self.out.forward(context.reshape([batch * squares, width]));
         let h = self.ffn_norm.forward(x.clone());
-        x + self.ffn_out.forward(mish(self.ffn_in.forward(h)))
+        tokens(x + self.ffn_out.forward(mish(self.ffn_in.forward(h))))
     }
 }
 
