@@ -340,32 +340,3 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-mod timing_scratch {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn time_conv() {
-        let shape = ConvShape { batch: 256, inputs: 64, outputs: 64, height: 8, width: 10, kernel: 3 };
-        let (a, b, c) = shape.lens();
-        let x: Vec<f32> = (0..a).map(|i| (i % 17) as f32 * 0.1).collect();
-        let w: Vec<f32> = (0..b).map(|i| (i % 13) as f32 * 0.1).collect();
-        let g: Vec<f32> = (0..c).map(|i| (i % 11) as f32 * 0.1).collect();
-        let mut out = vec![0.0; c];
-        let mut dx = vec![0.0; a];
-        let mut dw = vec![0.0; b];
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            for _ in 0..10 { forward(shape, &x, &w, None, &mut out); }
-            let f = t.elapsed().as_secs_f64() / 10.0;
-            let t = std::time::Instant::now();
-            for _ in 0..10 { input_grad(shape, &w, &g, &mut dx); }
-            let i = t.elapsed().as_secs_f64() / 10.0;
-            let t = std::time::Instant::now();
-            for _ in 0..10 { weight_grad(shape, &x, &g, &mut dw); }
-            let wg = t.elapsed().as_secs_f64() / 10.0;
-            let gflop = 2.0 * 256.0 * 80.0 * 64.0 * 576.0 / 1e9;
-            println!("forward {:.1} ms ({:.0} GFLOP/s) input_grad {:.1} ms weight_grad {:.1} ms ({:.0} GFLOP/s)", f * 1e3, gflop / f, i * 1e3, wg * 1e3, gflop / wg);
-        }
-    }
-}
