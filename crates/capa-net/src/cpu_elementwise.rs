@@ -64,6 +64,25 @@ pub fn map(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + 
     });
 }
 
+/// Each `[rows, columns]` matrix of `x` transposed into `out`, in tiles that
+/// stay in cache; matrices in parallel.
+pub fn transpose_matrices(x: &[f32], [rows, columns]: [usize; 2], out: &mut [f32]) {
+    const TILE: usize = 16;
+    let size = rows * columns;
+    assert!(x.len() == out.len() && size > 0 && x.len().is_multiple_of(size), "transpose: lengths");
+    out.par_chunks_mut(size).zip(x.par_chunks(size)).for_each(|(out, x)| {
+        for row_start in (0..rows).step_by(TILE) {
+            for column_start in (0..columns).step_by(TILE) {
+                for row in row_start..(row_start + TILE).min(rows) {
+                    for column in column_start..(column_start + TILE).min(columns) {
+                        out[column * rows + row] = x[row * columns + column];
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// Per row of `plane` values, the sum and the sum of squares: `out` holds
 /// them side by side, two per row.
 pub fn row_moments(x: &[f32], plane: usize, out: &mut [f32]) {
@@ -365,6 +384,22 @@ mod tests {
             }
             let exact = a.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>();
             assert!((f64::from(dot(&a, &a)) - exact).abs() <= 1e-5 * (1.0 + exact), "dot of {len}");
+        }
+    }
+
+    #[test]
+    fn transposes_every_matrix() {
+        for [batch, rows, columns] in [[3, 64, 80], [2, 5, 17], [1, 1, 1]] {
+            let x: Vec<f32> = (0..batch * rows * columns).map(|i| i as f32).collect();
+            let mut out = vec![f32::NAN; x.len()];
+            transpose_matrices(&x, [rows, columns], &mut out);
+            for n in 0..batch {
+                for r in 0..rows {
+                    for c in 0..columns {
+                        assert_eq!(out[(n * columns + c) * rows + r], x[(n * rows + r) * columns + c]);
+                    }
+                }
+            }
         }
     }
 

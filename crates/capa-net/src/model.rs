@@ -13,7 +13,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
-use crate::ops::{CapaBackend, biased_attention, channel_moments, conv_same, mish, scale_shift_mish};
+use crate::ops::{CapaBackend, biased_attention, channel_moments, conv_same, mish, scale_shift_mish, swap_last_dims};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -364,11 +364,11 @@ impl<B: CapaBackend> Net<B> {
         if !self.transformer.is_empty() {
             let [batch, channels, ranks, files] = x.dims();
             let positions = relative_positions::<B>(ranks, files, &device);
-            let mut tokens = x.reshape([batch, channels, ranks * files]).swap_dims(1, 2);
+            let mut tokens = swap_last_dims(x.reshape([batch, channels, ranks * files]));
             for block in &self.transformer {
                 tokens = block.forward(tokens, positions.clone());
             }
-            x = tokens.swap_dims(1, 2).reshape([batch, channels, game.ranks(), game.files()]);
+            x = swap_last_dims(tokens).reshape([batch, channels, game.ranks(), game.files()]);
         }
         NetOutput {
             policy: self.policy.forward(x.clone()),
@@ -468,6 +468,20 @@ mod tests {
             let ours = Tensor::<Flex, 3>::from_primitive(burn::tensor::TensorPrimitive::Float(ours));
             assert_close(ours, reference.grad(&g2).unwrap(), 1e-4);
         }
+    }
+
+    #[test]
+    fn swap_last_dims_is_burns_swap_with_its_gradient() {
+        type Ad = burn::backend::Autodiff<Flex>;
+        let x = Tensor::<Flex, 3>::random([3, 16, 80], Distribution::Normal(0.0, 1.0), &FlexDevice);
+        let weights =
+            Tensor::<Ad, 3>::from_inner(Tensor::random([3, 80, 16], Distribution::Normal(0.0, 1.0), &FlexDevice));
+        let (x1, x2) =
+            (Tensor::<Ad, 3>::from_inner(x.clone()).require_grad(), Tensor::<Ad, 3>::from_inner(x).require_grad());
+        let (y1, y2) = (swap_last_dims(x1.clone()), x2.clone().swap_dims(1, 2));
+        assert_close(y1.clone().inner(), y2.clone().inner(), 0.0);
+        let (g1, g2) = ((y1 * weights.clone()).sum().backward(), (y2 * weights).sum().backward());
+        assert_close(x1.grad(&g1).unwrap(), x2.grad(&g2).unwrap(), 0.0);
     }
 
     /// The fused AdamW update (one pass on the CPU) against the same update

@@ -110,6 +110,12 @@ pub trait CapaBackend: Backend {
         attention_backward_with_tensor_ops::<Self>(q, k, v, bias, heads, grad)
     }
 
+    /// `[batch, rows, columns]` -> `[batch, columns, rows]`: the board's
+    /// channels-by-squares to one token per square and back.
+    fn swap_last_dims(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::float_swap_dims(x, 1, 2)
+    }
+
     /// Each channel's sum and sum of squares over the board: `x` is
     /// `[batch, channels, ranks, files]`, the result `[batch, channels, 2]`.
     fn channel_moments(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -378,7 +384,7 @@ mod flex {
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::tensor::DType;
-    use burn::tensor::ops::ModuleOps;
+    use burn::tensor::ops::{FloatTensorOps, ModuleOps};
 
     use super::*;
     use crate::{cpu_attention, cpu_conv, cpu_elementwise};
@@ -479,6 +485,22 @@ mod flex {
                 },
             );
             [dq, dk, dv, dbias]
+        }
+
+        fn swap_last_dims(x: FlexTensor) -> FlexTensor {
+            let dims = x.layout().shape().clone();
+            if x.dtype() != DType::F32 || dims.num_dims() != 3 {
+                return Flex::float_swap_dims(x, 1, 2);
+            }
+            let (batch, rows, columns) = (dims[0], dims[1], dims[2]);
+            let x = contiguous(x);
+            let mut out = FlexTensor::empty(Shape::new([batch, columns, rows]), DType::F32);
+            cpu_elementwise::transpose_matrices(
+                &x.storage::<f32>()[..dims.num_elements()],
+                [rows, columns],
+                &mut out.storage_mut::<f32>()[..dims.num_elements()],
+            );
+            out
         }
 
         fn channel_moments(x: FlexTensor) -> FlexTensor {
@@ -888,6 +910,21 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
         }
     }
 
+    fn swap_last_dims(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct SwapBackward;
+
+        impl<B: CapaBackend> Backward<B, 1> for SwapBackward {
+            type State = ();
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                unary::<B, _>(ops.parents, ops.node, grads, B::swap_last_dims);
+            }
+        }
+
+        SwapBackward.prepare::<C>([x.node.clone()]).compute_bound().stateless(B::swap_last_dims(x.primitive))
+    }
+
     fn channel_moments(x: FloatTensor<Self>) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct MomentsBackward;
@@ -973,6 +1010,11 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
             }
         }
     }
+}
+
+/// [`CapaBackend::swap_last_dims`] on tensors.
+pub fn swap_last_dims<B: CapaBackend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
+    Tensor::from_primitive(TensorPrimitive::Float(B::swap_last_dims(x.into_primitive().tensor())))
 }
 
 /// [`CapaBackend::channel_moments`] on tensors.
