@@ -1,0 +1,260 @@
+//! [`CapaBackend`] for burn's `Autodiff`: each op is one graph node whose
+//! backward pass calls the inner backend's analytic backward op.
+
+use burn::backend::Autodiff;
+use burn::backend::autodiff::NodeId;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind, unary};
+use burn::tensor::TensorMetadata;
+use burn::tensor::ops::FloatTensor;
+
+use super::CapaBackend;
+
+impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
+    fn mish(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct MishBackward;
+
+        impl<B: CapaBackend> Backward<B, 1> for MishBackward {
+            type State = NodeId;
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let x = checkpointer.retrieve_node_output(ops.state);
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| B::mish_backward(x, grad));
+            }
+        }
+
+        match MishBackward.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = prep.checkpoint(&x);
+                prep.finish(state, B::mish(x.primitive))
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::mish(x.primitive)),
+        }
+    }
+
+    fn softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct SoftmaxBackward;
+
+        impl<B: CapaBackend> Backward<B, 1> for SoftmaxBackward {
+            type State = B::FloatTensorPrimitive;
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let y = ops.state;
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| {
+                    // dx = y (g - sum(g y)) along the row.
+                    let last = y.shape().num_dims() - 1;
+                    let dot = B::float_sum_dim(B::float_mul(grad.clone(), y.clone()), last);
+                    B::float_mul(y, B::float_sub(grad, dot))
+                });
+            }
+        }
+
+        let output = B::softmax_last(x.primitive);
+        match SoftmaxBackward.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish(output.clone(), output),
+            OpsKind::UnTracked(prep) => prep.finish(output),
+        }
+    }
+
+    fn conv_same(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        /// Parents: input, weight and (when there is one) bias.
+        #[derive(Debug)]
+        struct ConvBackward<const PARENTS: usize>;
+
+        impl<B: CapaBackend, const PARENTS: usize> Backward<B, PARENTS> for ConvBackward<PARENTS> {
+            type State = (NodeId, NodeId);
+
+            fn backward(self, ops: Ops<Self::State, PARENTS>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.0);
+                let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.1);
+                let [node_x, node_weight] = [&ops.parents[0], &ops.parents[1]];
+                if let Some(node) = node_x {
+                    grads.register::<B>(node.id, B::conv_same_x_backward(x.clone(), weight.clone(), grad.clone()));
+                }
+                if let Some(node) = node_weight {
+                    grads.register::<B>(node.id, B::conv_same_weight_backward(x, weight, grad.clone()));
+                }
+                if let Some(Some(node)) = ops.parents.get(2) {
+                    grads.register::<B>(node.id, B::conv_same_bias_backward(grad));
+                }
+            }
+        }
+
+        fn record<B: CapaBackend, C: CheckpointStrategy, const PARENTS: usize>(
+            kind: OpsKind<ConvBackward<PARENTS>, B, (NodeId, NodeId), C, PARENTS>,
+            x: FloatTensor<Autodiff<B, C>>,
+            weight: FloatTensor<Autodiff<B, C>>,
+            bias: Option<B::FloatTensorPrimitive>,
+        ) -> FloatTensor<Autodiff<B, C>> {
+            match kind {
+                OpsKind::Tracked(mut prep) => {
+                    let state = (prep.checkpoint(&x), prep.checkpoint(&weight));
+                    prep.finish(state, B::conv_same(x.primitive, weight.primitive, bias))
+                }
+                OpsKind::UnTracked(prep) => prep.finish(B::conv_same(x.primitive, weight.primitive, bias)),
+            }
+        }
+
+        match bias {
+            Some(bias) => {
+                let parents = [x.node.clone(), weight.node.clone(), bias.node.clone()];
+                let kind = ConvBackward::<3>.prepare::<C>(parents).compute_bound().stateful();
+                record(kind, x, weight, Some(bias.primitive))
+            }
+            None => {
+                let kind =
+                    ConvBackward::<2>.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful();
+                record(kind, x, weight, None)
+            }
+        }
+    }
+
+    fn biased_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        heads: usize,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct AttentionBackward;
+
+        impl<B: CapaBackend> Backward<B, 4> for AttentionBackward {
+            type State = ([NodeId; 4], usize);
+
+            fn backward(self, ops: Ops<Self::State, 4>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let ([q, k, v, bias], heads) = ops.state;
+                let [q, k, v, bias] =
+                    [q, k, v, bias].map(|id| checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(id));
+                let inputs = B::biased_attention_backward(q, k, v, bias, heads, grad);
+                for (parent, grad) in ops.parents.into_iter().zip(inputs) {
+                    if let Some(node) = parent {
+                        grads.register::<B>(node.id, grad);
+                    }
+                }
+            }
+        }
+
+        let parents = [q.node.clone(), k.node.clone(), v.node.clone(), bias.node.clone()];
+        match AttentionBackward.prepare::<C>(parents).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = ([&q, &k, &v, &bias].map(|t| prep.checkpoint(t)), heads);
+                prep.finish(state, B::biased_attention(q.primitive, k.primitive, v.primitive, bias.primitive, heads))
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::biased_attention(q.primitive, k.primitive, v.primitive, bias.primitive, heads))
+            }
+        }
+    }
+
+    fn swap_last_dims(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct SwapBackward;
+
+        impl<B: CapaBackend> Backward<B, 1> for SwapBackward {
+            type State = ();
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                unary::<B, _>(ops.parents, ops.node, grads, B::swap_last_dims);
+            }
+        }
+
+        SwapBackward.prepare::<C>([x.node.clone()]).compute_bound().stateless(B::swap_last_dims(x.primitive))
+    }
+
+    fn channel_moments(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct MomentsBackward;
+
+        impl<B: CapaBackend> Backward<B, 1> for MomentsBackward {
+            type State = NodeId;
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let x = checkpointer.retrieve_node_output(ops.state);
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| B::channel_moments_backward(x, grad));
+            }
+        }
+
+        match MomentsBackward.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = prep.checkpoint(&x);
+                prep.finish(state, B::channel_moments(x.primitive))
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::channel_moments(x.primitive)),
+        }
+    }
+
+    fn scale_shift_mish(
+        x: FloatTensor<Self>,
+        scale: FloatTensor<Self>,
+        shift: FloatTensor<Self>,
+        residual: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        /// Parents: x, scale, shift and (when there is one) the residual.
+        #[derive(Debug)]
+        struct ScaleShiftMishBackward<const PARENTS: usize>;
+
+        impl<B: CapaBackend, const PARENTS: usize> Backward<B, PARENTS> for ScaleShiftMishBackward<PARENTS> {
+            type State = Vec<NodeId>;
+
+            fn backward(self, ops: Ops<Self::State, PARENTS>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let mut inputs =
+                    ops.state.into_iter().map(|id| checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(id));
+                let mut next = || inputs.next().expect("x, scale and shift are checkpointed");
+                let (x, scale, shift) = (next(), next(), next());
+                let residual = inputs.next();
+                let (gradients, residual_grad) = B::scale_shift_mish_backward(x, scale, shift, residual, grad);
+                for (parent, grad) in ops.parents.iter().zip(gradients.into_iter().map(Some).chain([residual_grad])) {
+                    if let (Some(node), Some(grad)) = (parent, grad) {
+                        grads.register::<B>(node.id, grad);
+                    }
+                }
+            }
+        }
+
+        fn record<B: CapaBackend, C: CheckpointStrategy, const PARENTS: usize>(
+            kind: OpsKind<ScaleShiftMishBackward<PARENTS>, B, Vec<NodeId>, C, PARENTS>,
+            inputs: [FloatTensor<Autodiff<B, C>>; 3],
+            residual: Option<FloatTensor<Autodiff<B, C>>>,
+        ) -> FloatTensor<Autodiff<B, C>> {
+            let compute = |[x, scale, shift]: [FloatTensor<Autodiff<B, C>>; 3],
+                           residual: Option<FloatTensor<Autodiff<B, C>>>| {
+                B::scale_shift_mish(x.primitive, scale.primitive, shift.primitive, residual.map(|r| r.primitive))
+            };
+            match kind {
+                OpsKind::Tracked(mut prep) => {
+                    let state = inputs.iter().chain(residual.as_ref()).map(|t| prep.checkpoint(t)).collect();
+                    prep.finish(state, compute(inputs, residual))
+                }
+                OpsKind::UnTracked(prep) => prep.finish(compute(inputs, residual)),
+            }
+        }
+
+        let parents = [x.node.clone(), scale.node.clone(), shift.node.clone()];
+        match residual {
+            Some(residual) => {
+                let [a, b, c] = parents;
+                let kind = ScaleShiftMishBackward::<4>
+                    .prepare::<C>([a, b, c, residual.node.clone()])
+                    .compute_bound()
+                    .stateful();
+                record(kind, [x, scale, shift], Some(residual))
+            }
+            None => {
+                let kind = ScaleShiftMishBackward::<3>.prepare::<C>(parents).compute_bound().stateful();
+                record(kind, [x, scale, shift], None)
+            }
+        }
+    }
+}

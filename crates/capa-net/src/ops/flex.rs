@@ -1,0 +1,374 @@
+//! The CPU backend's kernels behind [`CapaBackend`]'s ops: shapes and
+//! dtypes checked, tensors made contiguous, the work done by `crate::cpu_*`
+//! on plain slices. Anything the kernels do not take (another dtype, an odd
+//! shape) goes to the tensor-op formulation.
+
+use burn::backend::Flex;
+use burn::backend::flex::FlexTensor;
+use burn::tensor::DType;
+use burn::tensor::ops::{FloatTensorOps, ModuleOps};
+
+use super::*;
+use crate::{cpu_attention, cpu_conv, cpu_elementwise};
+
+/// The f32 values of `x`, contiguous from offset 0 (a copy only when not).
+fn contiguous(x: FlexTensor) -> FlexTensor {
+    if x.layout().contiguous_offsets().is_some_and(|(start, _)| start == 0) { x } else { x.to_contiguous() }
+}
+
+impl CapaBackend for Flex {
+    fn mish(x: FlexTensor) -> FlexTensor {
+        if x.dtype() != DType::F32 {
+            return mish_with_tensor_ops::<Flex>(x);
+        }
+        let x = contiguous(x);
+        let elements = x.layout().num_elements();
+        let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+        let x = &x.storage::<f32>()[..elements];
+        // `map` takes two inputs; Mish reads one.
+        cpu_elementwise::map(&mut out.storage_mut::<f32>()[..elements], x, x, |x, _| cpu_elementwise::mish(x));
+        out
+    }
+
+    fn mish_backward(x: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        if x.dtype() != DType::F32 || grad.dtype() != DType::F32 {
+            return mish_backward_with_tensor_ops::<Flex>(x, grad);
+        }
+        let (x, grad) = (contiguous(x), contiguous(grad));
+        let elements = x.layout().num_elements();
+        let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+        cpu_elementwise::map(
+            &mut out.storage_mut::<f32>()[..elements],
+            &x.storage::<f32>()[..elements],
+            &grad.storage::<f32>()[..elements],
+            |x, grad| grad * cpu_elementwise::mish_slope(x),
+        );
+        out
+    }
+
+    fn softmax_last(x: FlexTensor) -> FlexTensor {
+        let dims = x.layout().shape().clone();
+        let row_len = dims[dims.num_dims() - 1];
+        if x.dtype() != DType::F32 || row_len == 0 {
+            return burn::backend::flex::ops::activation::softmax(x, dims.num_dims() - 1);
+        }
+        let mut x = x.to_contiguous();
+        cpu_elementwise::softmax_rows(&mut x.storage_mut::<f32>()[..dims.num_elements()], row_len, |x, _| x);
+        x
+    }
+
+    fn biased_attention(q: FlexTensor, k: FlexTensor, v: FlexTensor, bias: FlexTensor, heads: usize) -> FlexTensor {
+        let Some(shape) = attention_shape([&q, &k, &v], &bias, heads) else {
+            return attention_with_tensor_ops::<Flex>(q, k, v, bias, heads);
+        };
+        let [q, k, v, bias] = [q, k, v, bias].map(contiguous);
+        let (len, bias_len) = shape.lens();
+        let mut out = FlexTensor::empty(q.layout().shape().clone(), DType::F32);
+        cpu_attention::forward(
+            shape,
+            &q.storage::<f32>()[..len],
+            &k.storage::<f32>()[..len],
+            &v.storage::<f32>()[..len],
+            &bias.storage::<f32>()[..bias_len],
+            &mut out.storage_mut::<f32>()[..len],
+        );
+        out
+    }
+
+    fn biased_attention_backward(
+        q: FlexTensor,
+        k: FlexTensor,
+        v: FlexTensor,
+        bias: FlexTensor,
+        heads: usize,
+        grad: FlexTensor,
+    ) -> [FlexTensor; 4] {
+        let Some(shape) = attention_shape([&q, &k, &v], &bias, heads)
+            .filter(|_| grad.dtype() == DType::F32 && grad.layout().shape() == q.layout().shape())
+        else {
+            return attention_backward_with_tensor_ops::<Flex>(q, k, v, bias, heads, grad);
+        };
+        let [q, k, v, bias, grad] = [q, k, v, bias, grad].map(contiguous);
+        let (len, bias_len) = shape.lens();
+        let [mut dq, mut dk, mut dv] = [(); 3].map(|()| FlexTensor::empty(q.layout().shape().clone(), DType::F32));
+        let mut dbias = FlexTensor::empty(bias.layout().shape().clone(), DType::F32);
+        cpu_attention::backward(
+            shape,
+            &q.storage::<f32>()[..len],
+            &k.storage::<f32>()[..len],
+            &v.storage::<f32>()[..len],
+            &bias.storage::<f32>()[..bias_len],
+            &grad.storage::<f32>()[..len],
+            cpu_attention::AttentionGrads {
+                q: &mut dq.storage_mut::<f32>()[..len],
+                k: &mut dk.storage_mut::<f32>()[..len],
+                v: &mut dv.storage_mut::<f32>()[..len],
+                bias: &mut dbias.storage_mut::<f32>()[..bias_len],
+            },
+        );
+        [dq, dk, dv, dbias]
+    }
+
+    fn swap_last_dims(x: FlexTensor) -> FlexTensor {
+        let dims = x.layout().shape().clone();
+        if x.dtype() != DType::F32 || dims.num_dims() != 3 {
+            return Flex::float_swap_dims(x, 1, 2);
+        }
+        let (batch, rows, columns) = (dims[0], dims[1], dims[2]);
+        let x = contiguous(x);
+        let mut out = FlexTensor::empty(Shape::new([batch, columns, rows]), DType::F32);
+        cpu_elementwise::transpose_matrices(
+            &x.storage::<f32>()[..dims.num_elements()],
+            [rows, columns],
+            &mut out.storage_mut::<f32>()[..dims.num_elements()],
+        );
+        out
+    }
+
+    fn channel_moments(x: FlexTensor) -> FlexTensor {
+        let Some([batch, channels, plane]) = board_rows(&x) else {
+            return channel_moments_with_tensor_ops::<Flex>(x);
+        };
+        let x = contiguous(x);
+        let mut out = FlexTensor::empty(Shape::new([batch, channels, 2]), DType::F32);
+        let rows = batch * channels;
+        cpu_elementwise::row_moments(
+            &x.storage::<f32>()[..rows * plane],
+            plane,
+            &mut out.storage_mut::<f32>()[..2 * rows],
+        );
+        out
+    }
+
+    fn channel_moments_backward(x: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        let Some([batch, channels, plane]) = board_rows(&x).filter(|_| grad.dtype() == DType::F32) else {
+            return channel_moments_backward_with_tensor_ops::<Flex>(x, grad);
+        };
+        let (x, grad) = (contiguous(x), contiguous(grad));
+        let rows = batch * channels;
+        let mut dx = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+        cpu_elementwise::row_moments_backward(
+            &x.storage::<f32>()[..rows * plane],
+            plane,
+            &grad.storage::<f32>()[..2 * rows],
+            &mut dx.storage_mut::<f32>()[..rows * plane],
+        );
+        dx
+    }
+
+    fn scale_shift_mish(
+        x: FlexTensor,
+        scale: FlexTensor,
+        shift: FlexTensor,
+        residual: Option<FlexTensor>,
+    ) -> FlexTensor {
+        let Some([batch, channels, plane]) = scale_shift_rows(&x, &scale, &shift, residual.as_ref()) else {
+            return scale_shift_mish_with_tensor_ops::<Flex>(x, scale, shift, residual);
+        };
+        let [x, scale, shift] = [x, scale, shift].map(contiguous);
+        let residual = residual.map(contiguous);
+        let (rows, len) = (batch * channels, batch * channels * plane);
+        let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+        let input = cpu_elementwise::ScaleShift {
+            x: &x.storage::<f32>()[..len],
+            plane,
+            scale: &scale.storage::<f32>()[..rows],
+            shift: &shift.storage::<f32>()[..rows],
+            residual: residual.as_ref().map(|r| &r.storage::<f32>()[..len]),
+        };
+        cpu_elementwise::scale_shift_mish(input, &mut out.storage_mut::<f32>()[..len]);
+        out
+    }
+
+    fn scale_shift_mish_backward(
+        x: FlexTensor,
+        scale: FlexTensor,
+        shift: FlexTensor,
+        residual: Option<FlexTensor>,
+        grad: FlexTensor,
+    ) -> ([FlexTensor; 3], Option<FlexTensor>) {
+        let Some([batch, channels, plane]) = scale_shift_rows(&x, &scale, &shift, residual.as_ref())
+            .filter(|_| grad.dtype() == DType::F32 && grad.layout().shape() == x.layout().shape())
+        else {
+            return scale_shift_mish_backward_with_tensor_ops::<Flex>(x, scale, shift, residual, grad);
+        };
+        let [x, scale, shift, grad] = [x, scale, shift, grad].map(contiguous);
+        let residual = residual.map(contiguous);
+        let (rows, len) = (batch * channels, batch * channels * plane);
+        let mut dx = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+        let [mut dscale, mut dshift] = [(); 2].map(|()| FlexTensor::empty(Shape::new([batch, channels]), DType::F32));
+        let mut dresidual = residual.as_ref().map(|_| FlexTensor::empty(x.layout().shape().clone(), DType::F32));
+        let input = cpu_elementwise::ScaleShift {
+            x: &x.storage::<f32>()[..len],
+            plane,
+            scale: &scale.storage::<f32>()[..rows],
+            shift: &shift.storage::<f32>()[..rows],
+            residual: residual.as_ref().map(|r| &r.storage::<f32>()[..len]),
+        };
+        cpu_elementwise::scale_shift_mish_backward(
+            input,
+            &grad.storage::<f32>()[..len],
+            cpu_elementwise::ScaleShiftGrads {
+                x: &mut dx.storage_mut::<f32>()[..len],
+                scale: &mut dscale.storage_mut::<f32>()[..rows],
+                shift: &mut dshift.storage_mut::<f32>()[..rows],
+                residual: dresidual.as_mut().map(|d| &mut d.storage_mut::<f32>()[..len]),
+            },
+        );
+        ([dx, dscale, dshift], dresidual)
+    }
+
+    fn adamw_step(
+        weight: FlexTensor,
+        gradient: FlexTensor,
+        moments: Option<[FlexTensor; 2]>,
+        step: AdamWStep,
+    ) -> [FlexTensor; 3] {
+        let elements = weight.layout().num_elements();
+        let tensors = || [&weight, &gradient].into_iter().chain(moments.iter().flatten());
+        let fits = tensors().all(|t| t.dtype() == DType::F32 && t.layout().num_elements() == elements);
+        if !fits {
+            return adamw_step_with_tensor_ops::<Flex>(weight, gradient, moments, step);
+        }
+        let shape = weight.layout().shape().clone();
+        // Updated in place where this is the only reference to the buffer.
+        let [first, second] = match moments {
+            Some(moments) => moments.map(contiguous),
+            None => [(); 2].map(|()| FlexTensor::zeros(shape.clone(), DType::F32)),
+        };
+        let [mut weight, gradient, mut first, mut second] = [weight, gradient, first, second].map(contiguous);
+        cpu_elementwise::adamw(
+            cpu_elementwise::AdamWState {
+                weight: &mut weight.storage_mut::<f32>()[..elements],
+                first: &mut first.storage_mut::<f32>()[..elements],
+                second: &mut second.storage_mut::<f32>()[..elements],
+            },
+            &gradient.storage::<f32>()[..elements],
+            step,
+        );
+        [weight, first, second]
+    }
+
+    fn conv_same(x: FlexTensor, weight: FlexTensor, bias: Option<FlexTensor>) -> FlexTensor {
+        let Some(shape) = conv_shape(&x, &weight) else {
+            let options = same_padding::<Flex>(&weight);
+            return Flex::conv2d(x, weight, bias, options);
+        };
+        let (x, weight, bias) = (contiguous(x), contiguous(weight), bias.map(contiguous));
+        let (input_len, weight_len, output_len) = shape.lens();
+        let mut out =
+            FlexTensor::empty(Shape::new([shape.batch, shape.outputs, shape.height, shape.width]), DType::F32);
+        cpu_conv::forward(
+            shape,
+            &x.storage::<f32>()[..input_len],
+            &weight.storage::<f32>()[..weight_len],
+            bias.as_ref().map(|bias| &bias.storage::<f32>()[..shape.outputs]),
+            &mut out.storage_mut::<f32>()[..output_len],
+        );
+        out
+    }
+
+    fn conv_same_x_backward(x: FlexTensor, weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        let Some(shape) = conv_shape(&x, &weight).filter(|_| grad.dtype() == DType::F32) else {
+            let options = same_padding::<Flex>(&weight);
+            return Flex::conv2d_x_backward(x, weight, grad, options);
+        };
+        let (weight, grad) = (contiguous(weight), contiguous(grad));
+        let (input_len, weight_len, output_len) = shape.lens();
+        let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
+        cpu_conv::input_grad(
+            shape,
+            &weight.storage::<f32>()[..weight_len],
+            &grad.storage::<f32>()[..output_len],
+            &mut out.storage_mut::<f32>()[..input_len],
+        );
+        out
+    }
+
+    fn conv_same_weight_backward(x: FlexTensor, weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        let Some(shape) = conv_shape(&x, &weight).filter(|_| grad.dtype() == DType::F32) else {
+            let options = same_padding::<Flex>(&weight);
+            return Flex::conv2d_weight_backward(x, weight, grad, options);
+        };
+        let (x, grad) = (contiguous(x), contiguous(grad));
+        let (input_len, weight_len, output_len) = shape.lens();
+        let mut out = FlexTensor::empty(weight.layout().shape().clone(), DType::F32);
+        cpu_conv::weight_grad(
+            shape,
+            &x.storage::<f32>()[..input_len],
+            &grad.storage::<f32>()[..output_len],
+            &mut out.storage_mut::<f32>()[..weight_len],
+        );
+        out
+    }
+
+    fn conv_same_bias_backward(grad: FlexTensor) -> FlexTensor {
+        let dims = grad.layout().shape().clone();
+        if grad.dtype() != DType::F32 || dims.num_dims() != 4 || dims[2] * dims[3] == 0 {
+            return bias_grad_with_tensor_ops::<Flex>(grad);
+        }
+        let grad = contiguous(grad);
+        let mut out = FlexTensor::empty(Shape::new([dims[1]]), DType::F32);
+        cpu_conv::bias_grad(
+            &grad.storage::<f32>()[..dims.num_elements()],
+            dims[2] * dims[3],
+            &mut out.storage_mut::<f32>()[..dims[1]],
+        );
+        out
+    }
+}
+
+/// `[batch, channels, squares]` of an f32 `[batch, channels, ranks, files]` tensor.
+fn board_rows(x: &FlexTensor) -> Option<[usize; 3]> {
+    let dims = x.layout().shape();
+    (x.dtype() == DType::F32 && dims.num_dims() == 4 && dims[2] * dims[3] > 0)
+        .then(|| [dims[0], dims[1], dims[2] * dims[3]])
+}
+
+/// [`board_rows`] of `x`, when the coefficients are f32 `[batch,
+/// channels]` and the residual is shaped like `x`.
+fn scale_shift_rows(
+    x: &FlexTensor,
+    scale: &FlexTensor,
+    shift: &FlexTensor,
+    residual: Option<&FlexTensor>,
+) -> Option<[usize; 3]> {
+    let [batch, channels, plane] = board_rows(x)?;
+    let coefficients = [scale, shift].iter().all(|t| {
+        let dims = t.layout().shape();
+        t.dtype() == DType::F32 && dims.num_dims() == 2 && [dims[0], dims[1]] == [batch, channels]
+    });
+    let residual_fits = residual.is_none_or(|r| r.dtype() == DType::F32 && r.layout().shape() == x.layout().shape());
+    (coefficients && residual_fits).then_some([batch, channels, plane])
+}
+
+/// The dimensions of an attention our kernel runs: f32, `q`, `k`, `v`
+/// alike, heads dividing the width, a bias per head and token pair.
+fn attention_shape(qkv: [&FlexTensor; 3], bias: &FlexTensor, heads: usize) -> Option<cpu_attention::AttentionShape> {
+    let dims = qkv[0].layout().shape();
+    let alike = qkv.iter().all(|t| t.dtype() == DType::F32 && t.layout().shape() == dims);
+    if !alike || bias.dtype() != DType::F32 || dims.num_dims() != 3 || heads == 0 || !dims[2].is_multiple_of(heads) {
+        return None;
+    }
+    let (batch, tokens, width) = (dims[0], dims[1], dims[2]);
+    let bias_dims = bias.layout().shape();
+    (bias_dims.num_dims() == 3 && [bias_dims[0], bias_dims[1], bias_dims[2]] == [heads, tokens, tokens])
+        .then_some(cpu_attention::AttentionShape { batch, tokens, heads, head_width: width / heads })
+}
+
+/// The dimensions of a convolution our kernels run: f32, NCHW, a square
+/// odd kernel over the same input channels. `None` sends anything else to
+/// flex's own convolution.
+fn conv_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<cpu_conv::ConvShape> {
+    let (dims, kernel) = (x.layout().shape(), weight.layout().shape());
+    let f32s = x.dtype() == DType::F32 && weight.dtype() == DType::F32;
+    let fits = dims.num_dims() == 4 && kernel.num_dims() == 4 && kernel[1] == dims[1];
+    (f32s && fits && kernel[2] == kernel[3] && kernel[2] % 2 == 1).then(|| cpu_conv::ConvShape {
+        batch: dims[0],
+        inputs: dims[1],
+        outputs: kernel[0],
+        height: dims[2],
+        width: dims[3],
+        kernel: kernel[2],
+    })
+}
