@@ -169,13 +169,7 @@ impl CapaBackend for Flex {
         let residual = residual.map(contiguous);
         let (rows, len) = (batch * channels, batch * channels * plane);
         let mut out = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
-        let input = cpu_elementwise::ScaleShift {
-            x: &x.storage::<f32>()[..len],
-            plane,
-            scale: &scale.storage::<f32>()[..rows],
-            shift: &shift.storage::<f32>()[..rows],
-            residual: residual.as_ref().map(|r| &r.storage::<f32>()[..len]),
-        };
+        let input = scale_shift_input([&x, &scale, &shift], residual.as_ref(), rows, plane);
         cpu_elementwise::scale_shift_mish(input, &mut out.storage_mut::<f32>()[..len]);
         out
     }
@@ -198,13 +192,7 @@ impl CapaBackend for Flex {
         let mut dx = FlexTensor::empty(x.layout().shape().clone(), DType::F32);
         let [mut dscale, mut dshift] = [(); 2].map(|()| FlexTensor::empty(Shape::new([batch, channels]), DType::F32));
         let mut dresidual = residual.as_ref().map(|_| FlexTensor::empty(x.layout().shape().clone(), DType::F32));
-        let input = cpu_elementwise::ScaleShift {
-            x: &x.storage::<f32>()[..len],
-            plane,
-            scale: &scale.storage::<f32>()[..rows],
-            shift: &shift.storage::<f32>()[..rows],
-            residual: residual.as_ref().map(|r| &r.storage::<f32>()[..len]),
-        };
+        let input = scale_shift_input([&x, &scale, &shift], residual.as_ref(), rows, plane);
         cpu_elementwise::scale_shift_mish_backward(
             input,
             &grad.storage::<f32>()[..len],
@@ -340,6 +328,24 @@ fn scale_shift_rows(
     });
     let residual_fits = residual.is_none_or(|r| r.dtype() == DType::F32 && r.layout().shape() == x.layout().shape());
     (coefficients && residual_fits).then_some([batch, channels, plane])
+}
+
+/// The kernels' view of contiguous f32 `[x, scale, shift]` and residual
+/// with `rows` (sample, channel) rows of `plane` squares.
+fn scale_shift_input<'a>(
+    [x, scale, shift]: [&'a FlexTensor; 3],
+    residual: Option<&'a FlexTensor>,
+    rows: usize,
+    plane: usize,
+) -> cpu_elementwise::ScaleShift<'a> {
+    let len = rows * plane;
+    cpu_elementwise::ScaleShift {
+        x: &x.storage::<f32>()[..len],
+        plane,
+        scale: &scale.storage::<f32>()[..rows],
+        shift: &shift.storage::<f32>()[..rows],
+        residual: residual.map(|r| &r.storage::<f32>()[..len]),
+    }
 }
 
 /// The dimensions of an attention our kernel runs: f32, `q`, `k`, `v`
