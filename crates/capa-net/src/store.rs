@@ -8,10 +8,7 @@
 //! what network it is.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::prelude::*;
@@ -181,34 +178,10 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Tensors, HashMap<String, String>), Ne
     Ok((tensors, metadata))
 }
 
-/// Writes `bytes` to `path` so that a reader sees the old file or the whole
-/// new one, never a part: a temporary file beside it, fsync, rename, fsync
-/// of the directory.
+/// Writes `bytes` to `path` atomically ([`capa_data::write_atomically`]).
 ///
 /// # Errors
 /// [`NetError::Io`] naming the path.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), NetError> {
-    let io = |e: std::io::Error| NetError::Io { path: path.to_path_buf(), source: e };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")))?;
-    // Unique per process and call, so concurrent writers never share a file.
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let serial = WRITES.fetch_add(1, Ordering::Relaxed);
-    let temporary = directory.join(format!(".{}.tmp-{}-{serial}", name.to_string_lossy(), std::process::id()));
-    let result = (|| {
-        let mut file = File::options().write(true).create_new(true).open(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)?;
-        File::open(directory)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result.map_err(io)
+    capa_data::write_atomically(path, bytes).map_err(|source| NetError::Io { path: path.to_path_buf(), source })
 }

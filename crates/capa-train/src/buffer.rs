@@ -1,0 +1,303 @@
+//! The replay buffer: a window over the newest training positions, kept as
+//! whole games, and the batches drawn from it.
+//!
+//! A game is held as its replayed positions (for the input planes and their
+//! history) plus its record (for the targets). Only fully searched plies
+//! are training positions.
+
+use std::collections::VecDeque;
+
+use capa_data::GameRecord;
+use capa_mcts::{HISTORY_LEN, Rng};
+use capa_net::NetGame;
+use capa_rules::{Color, History, MoveList};
+use rayon::prelude::*;
+
+use crate::config::Sampling;
+
+/// One game in the buffer.
+struct Stored<G: NetGame> {
+    record: GameRecord<G>,
+    /// Every position, the start first.
+    positions: Vec<G>,
+    /// Whether each position occurred earlier in the game.
+    repeated: Vec<bool>,
+    /// The plies that are training positions.
+    samples: Vec<u32>,
+}
+
+/// A batch on the host, ready to become tensors.
+#[derive(Clone, Debug, Default)]
+pub struct HostBatch {
+    /// Positions in the batch.
+    pub size: usize,
+    /// `[size, planes, ranks, files]`.
+    pub planes: Vec<f32>,
+    /// `[size, policy]`: the visit shares.
+    pub policy: Vec<f32>,
+    /// `[size, policy]`: 1 on legal moves.
+    pub legal: Vec<bool>,
+    /// `[size, 3]`: win, draw, loss for the side to move.
+    pub wdl: Vec<f32>,
+    /// `[size]`: plies left in the game.
+    pub moves_left: Vec<f32>,
+    /// `[size, policy]`: the side to move's next move (one-hot), zeros if none.
+    pub future: Vec<f32>,
+}
+
+/// A FIFO window over positions, fed game by game.
+pub struct ReplayBuffer<G: NetGame> {
+    games: VecDeque<Stored<G>>,
+    positions: usize,
+    window: usize,
+    sampling: Sampling,
+    value_q_weight: f32,
+}
+
+impl<G: NetGame> ReplayBuffer<G> {
+    /// An empty buffer of `window` positions.
+    pub fn new(window: usize, sampling: Sampling, value_q_weight: f32) -> ReplayBuffer<G> {
+        ReplayBuffer { games: VecDeque::new(), positions: 0, window, sampling, value_q_weight }
+    }
+
+    /// Training positions held.
+    pub fn positions(&self) -> usize {
+        self.positions
+    }
+
+    /// Games held.
+    pub fn games(&self) -> usize {
+        self.games.len()
+    }
+
+    /// Adds a game (newest last), dropping the oldest games that fall out of the window.
+    pub fn push(&mut self, record: GameRecord<G>) {
+        let mut history = History::new(record.start.clone());
+        let mut repeated = Vec::with_capacity(record.moves.len() + 1);
+        repeated.push(false);
+        for &m in &record.moves {
+            history.play(m);
+            repeated.push(history.repetitions() > 0);
+        }
+        let positions = history.positions().to_vec();
+        let samples: Vec<u32> = record
+            .plies
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.full_search && !p.visits.is_empty())
+            .map(|(i, _)| i as u32)
+            .collect();
+        self.positions += samples.len();
+        self.games.push_back(Stored { record, positions, repeated, samples });
+        while self.games.len() > 1 && self.positions - self.games[0].samples.len() >= self.window {
+            let oldest = self.games.pop_front().expect("more than one");
+            self.positions -= oldest.samples.len();
+        }
+    }
+
+    /// Draws `size` positions (with replacement) and encodes them in
+    /// parallel. `None` when the buffer holds no position.
+    pub fn sample(&self, size: usize, rng: &mut Rng) -> Option<HostBatch> {
+        if self.positions == 0 {
+            return None;
+        }
+        let picks: Vec<(usize, u32)> = match self.sampling {
+            Sampling::Uniform => {
+                (0..size).map(|_| self.nth((rng.next_u64() % self.positions as u64) as usize)).collect()
+            }
+            Sampling::ValueBalanced => {
+                let classes = self.by_value();
+                let present: Vec<&Vec<(usize, u32)>> = classes.iter().filter(|c| !c.is_empty()).collect();
+                (0..size)
+                    .map(|_| {
+                        let class = present[(rng.next_u64() % present.len() as u64) as usize];
+                        class[(rng.next_u64() % class.len() as u64) as usize]
+                    })
+                    .collect()
+            }
+        };
+        Some(self.encode(&picks))
+    }
+
+    /// The `n`-th training position, oldest first, as (game, ply).
+    fn nth(&self, mut n: usize) -> (usize, u32) {
+        for (index, game) in self.games.iter().enumerate() {
+            if n < game.samples.len() {
+                return (index, game.samples[n]);
+            }
+            n -= game.samples.len();
+        }
+        unreachable!("n < positions")
+    }
+
+    /// The training positions by game result for the side to move: won, drawn, lost.
+    fn by_value(&self) -> [Vec<(usize, u32)>; 3] {
+        let mut classes: [Vec<(usize, u32)>; 3] = Default::default();
+        for (index, game) in self.games.iter().enumerate() {
+            for &ply in &game.samples {
+                let class = match game.record.winner {
+                    None => 1,
+                    Some(winner) if winner == game.positions[ply as usize].turn() => 0,
+                    Some(_) => 2,
+                };
+                classes[class].push((index, ply));
+            }
+        }
+        classes
+    }
+
+    fn encode(&self, picks: &[(usize, u32)]) -> HostBatch {
+        let size = picks.len();
+        let policy_size = G::policy_size();
+        let mut batch = HostBatch {
+            size,
+            planes: vec![0.0; size * G::INPUT_LEN],
+            policy: vec![0.0; size * policy_size],
+            legal: vec![false; size * policy_size],
+            wdl: vec![0.0; size * 3],
+            moves_left: vec![0.0; size],
+            future: vec![0.0; size * policy_size],
+        };
+        let q_weight = self.value_q_weight;
+        picks
+            .par_iter()
+            .zip(batch.planes.par_chunks_mut(G::INPUT_LEN))
+            .zip(batch.policy.par_chunks_mut(policy_size))
+            .zip(batch.legal.par_chunks_mut(policy_size))
+            .zip(batch.wdl.par_chunks_mut(3))
+            .zip(batch.moves_left.par_iter_mut())
+            .zip(batch.future.par_chunks_mut(policy_size))
+            .for_each(|((((((&(game, ply), planes), policy), legal), wdl), moves_left), future)| {
+                let game = &self.games[game];
+                let ply = ply as usize;
+                let first = (ply + 1).saturating_sub(HISTORY_LEN);
+                G::encode(&game.positions[first..=ply], &game.repeated[first..=ply], planes);
+                let position = &game.positions[ply];
+                let record = &game.record.plies[ply];
+                let total: f32 = record.visits.iter().map(|&(_, share)| share).sum();
+                for &(index, share) in &record.visits {
+                    policy[usize::from(index)] = share / total;
+                }
+                let mut moves = MoveList::new();
+                position.legal_moves(&mut moves);
+                for &m in &moves {
+                    legal[position.policy_index(m)] = true;
+                }
+                let z = outcome_wdl(game.record.winner, position.turn());
+                let root = record.root;
+                let q_wdl =
+                    [(1.0 + root.q - root.d) / 2.0, root.d, (1.0 - root.q - root.d) / 2.0].map(|v| v.clamp(0.0, 1.0));
+                for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
+                    *target = (1.0 - q_weight) * z + q_weight * q;
+                }
+                *moves_left = (game.record.moves.len() - ply) as f32;
+                if let Some(&next) = game.record.moves.get(ply + 2) {
+                    future[game.positions[ply + 2].policy_index(next)] = 1.0;
+                }
+            });
+        batch
+    }
+}
+
+/// The game's result as win, draw, loss for `player`.
+fn outcome_wdl(winner: Option<Color>, player: Color) -> [f32; 3] {
+    match winner {
+        None => [0.0, 1.0, 0.0],
+        Some(w) if w == player => [1.0, 0.0, 0.0],
+        Some(_) => [0.0, 0.0, 1.0],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use capa_data::{Ending, PlyRecord, Resignation, SearchValues};
+    use capa_rules::chess::Chess;
+    use capa_rules::{Game, Termination};
+
+    use super::*;
+
+    /// 1. e4 e5 2. Nf3 Nc6, white wins; ply 1 was a fast search.
+    fn game(winner: Option<Color>) -> GameRecord<Chess> {
+        let mut position = Chess::startpos();
+        let (mut moves, mut plies) = (Vec::new(), Vec::new());
+        for (ply, uci) in ["e2e4", "e7e5", "g1f3", "b8c6"].into_iter().enumerate() {
+            let m = position.parse_uci(uci).unwrap();
+            let mut legal = MoveList::new();
+            position.legal_moves(&mut legal);
+            let other = legal.iter().copied().find(|&o| o != m).unwrap();
+            plies.push(PlyRecord {
+                full_search: ply != 1,
+                root: SearchValues { q: 0.5, d: 0.2, m: 10.0 },
+                best: SearchValues::default(),
+                visits: vec![(position.policy_index(m) as u16, 0.6), (position.policy_index(other) as u16, 0.2)],
+            });
+            moves.push(m);
+            position.play(m);
+        }
+        GameRecord {
+            start: Chess::startpos(),
+            network: "n".into(),
+            moves,
+            plies,
+            winner,
+            ending: Ending::Rules(Termination::PlyCap),
+            resignation: Resignation::default(),
+        }
+    }
+
+    #[test]
+    fn targets_follow_the_record() {
+        let mut buffer = ReplayBuffer::<Chess>::new(100, Sampling::Uniform, 0.25);
+        buffer.push(game(Some(Color::White)));
+        assert_eq!(buffer.positions(), 3, "the fast search is not a training position");
+        let batch = buffer.encode(&[(0, 0), (0, 2), (0, 3)]);
+        let p = Chess::policy_size();
+        for row in 0..3 {
+            let policy = &batch.policy[row * p..][..p];
+            assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+            assert!((policy.iter().copied().fold(0.0, f32::max) - 0.75).abs() < 1e-6);
+            let legal = &batch.legal[row * p..][..p];
+            assert_eq!(legal.iter().filter(|&&l| l).count(), [20, 29, 29][row].min(legal.len()), "row {row}");
+            assert!(policy.iter().zip(legal).all(|(&v, &l)| v == 0.0 || l));
+        }
+        // Result for the side to move, mixed with the root's values 3:1.
+        let q_wdl = [0.65, 0.2, 0.15];
+        let white = [0.75 + 0.25 * q_wdl[0], 0.25 * q_wdl[1], 0.25 * q_wdl[2]];
+        let black = [0.25 * q_wdl[0], 0.25 * q_wdl[1], 0.75 + 0.25 * q_wdl[2]];
+        for (row, expected) in [white, white, black].iter().enumerate() {
+            for (a, e) in batch.wdl[row * 3..][..3].iter().zip(expected) {
+                assert!((a - e).abs() < 1e-6, "row {row}: {:?}", &batch.wdl[row * 3..][..3]);
+            }
+        }
+        assert_eq!(batch.moves_left, [4.0, 2.0, 1.0]);
+        // The future move of ply 0 is white's Nf3, in white's frame; none after ply 2.
+        let record = game(None);
+        let third = record.history().positions()[2].clone();
+        let future = &batch.future[..p];
+        assert_eq!(future.iter().position(|&v| v == 1.0), Some(third.policy_index(record.moves[2])));
+        assert!(batch.future[p..].iter().all(|&v| v == 0.0));
+        // The planes are the encoder's for the position with its history.
+        let mut expected = vec![0.0; Chess::INPUT_LEN];
+        let positions = record.history().positions().to_vec();
+        Chess::encode(&positions[..=2], &[false; 3], &mut expected);
+        assert_eq!(&batch.planes[Chess::INPUT_LEN..2 * Chess::INPUT_LEN], &expected[..]);
+    }
+
+    #[test]
+    fn the_window_drops_the_oldest_games_and_balanced_sampling_mixes_results() {
+        let mut buffer = ReplayBuffer::<Chess>::new(7, Sampling::ValueBalanced, 0.0);
+        for winner in [Some(Color::White), None, Some(Color::Black)] {
+            buffer.push(game(winner));
+        }
+        assert_eq!((buffer.games(), buffer.positions()), (3, 9));
+        buffer.push(game(None));
+        assert_eq!((buffer.games(), buffer.positions()), (3, 9), "the oldest game fell out");
+        let batch = buffer.sample(3000, &mut Rng::new(1)).unwrap();
+        let mut classes = [0usize; 3];
+        for row in batch.wdl.chunks_exact(3) {
+            classes[row.iter().position(|&v| v == 1.0).unwrap()] += 1;
+        }
+        // Draws are 6 of 9 positions, but a third of the samples.
+        assert!(classes.iter().all(|&c| (850..1150).contains(&c)), "{classes:?}");
+    }
+}

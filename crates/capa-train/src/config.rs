@@ -1,0 +1,484 @@
+//! The run configuration: one TOML file, overridable key by key with
+//! `--set section.key=value`, checked whole before any work starts.
+//!
+//! Every key is documented in `configs/README.md`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, TrainConfig};
+use serde::{Deserialize, Serialize};
+
+/// A whole run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Where and how long.
+    #[serde(default)]
+    pub run: RunSection,
+    /// Which game.
+    #[serde(default)]
+    pub game: GameSection,
+    /// The network's architecture.
+    #[serde(default)]
+    pub net: NetSection,
+    /// Self-play.
+    #[serde(default)]
+    pub selfplay: SelfPlaySection,
+    /// The replay buffer.
+    #[serde(default)]
+    pub buffer: BufferSection,
+    /// Training per iteration.
+    #[serde(default)]
+    pub train: TrainSection,
+    /// How the weights are updated (capa-net's `TrainConfig`).
+    #[serde(default)]
+    pub optimizer: TrainConfig,
+    /// Checkpoints.
+    #[serde(default)]
+    pub checkpoint: CheckpointSection,
+}
+
+/// `[run]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunSection {
+    /// The run directory (created if missing; an existing one is resumed).
+    pub dir: PathBuf,
+    /// Seed of every random choice of the run.
+    pub seed: u64,
+    /// Iterations to run in all (0: until Ctrl-C).
+    pub iterations: u64,
+    /// `cpu`, `wgpu` or `cuda`.
+    pub backend: BackendKind,
+    /// The device's index on the backend.
+    pub device: usize,
+}
+
+impl Default for RunSection {
+    fn default() -> RunSection {
+        RunSection { dir: PathBuf::from("runs/capa"), seed: 1, iterations: 0, backend: BackendKind::Cpu, device: 0 }
+    }
+}
+
+/// `[game]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GameSection {
+    /// `capablanca` or `chess`.
+    pub name: GameKind,
+    /// Plies after which a game is adjudicated a draw.
+    pub ply_cap: u32,
+}
+
+impl Default for GameSection {
+    fn default() -> GameSection {
+        GameSection { name: GameKind::Capablanca, ply_cap: 400 }
+    }
+}
+
+/// `[net]`: a preset, and any of its numbers changed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetSection {
+    /// `small` or `typical`.
+    pub preset: String,
+    /// Overrides of the preset's numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channels: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transformer_blocks: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heads: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub se_ratio: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ffn_multiplier: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub future_head: Option<bool>,
+}
+
+impl Default for NetSection {
+    fn default() -> NetSection {
+        NetSection {
+            preset: "small".to_string(),
+            channels: None,
+            blocks: None,
+            transformer_blocks: None,
+            heads: None,
+            groups: None,
+            se_ratio: None,
+            ffn_multiplier: None,
+            future_head: None,
+        }
+    }
+}
+
+/// `[selfplay]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelfPlaySection {
+    /// Games per iteration.
+    pub games: u32,
+    /// Games played at once (0: all of the iteration's).
+    pub concurrent: u32,
+    /// Playouts of a full search (a training target).
+    pub simulations: u32,
+    /// Playouts of a fast search (not a training target).
+    pub fast_simulations: u32,
+    /// Share of moves searched fast (KataGo's playout cap randomization).
+    pub fast_probability: f32,
+    /// Leaves one game gathers per round.
+    pub parallel_sims: u16,
+    /// Groups of games whose rounds alternate with the network's batches.
+    pub groups: usize,
+    /// PUCT exploration constant.
+    pub cpuct: f32,
+    /// Root Dirichlet noise's alpha (full searches only).
+    pub dirichlet_alpha: f32,
+    /// Root noise's weight (0: no noise).
+    pub dirichlet_epsilon: f32,
+    /// Temperature at the first move.
+    pub temperature: f32,
+    /// Moves over which the temperature decays to 0 (0: no decay).
+    pub temperature_decay_moves: u32,
+    /// The move (both sides counted, from 0) from which `temperature_after_cutoff` applies.
+    pub temperature_cutoff_move: u32,
+    /// Temperature from the cutoff on.
+    pub temperature_after_cutoff: f32,
+    /// Resign when the best move's expected score (win + draw / 2) is below this (0: never).
+    pub resign_threshold: f32,
+    /// Share of games played out whatever the score, to measure wrong resignations.
+    pub resign_disabled_fraction: f32,
+    /// A draw counts `-contempt` for the side to move at the root.
+    pub contempt: f32,
+}
+
+impl Default for SelfPlaySection {
+    fn default() -> SelfPlaySection {
+        SelfPlaySection {
+            games: 64,
+            concurrent: 0,
+            simulations: 200,
+            fast_simulations: 0,
+            fast_probability: 0.0,
+            parallel_sims: 16,
+            groups: 2,
+            cpuct: 1.745,
+            dirichlet_alpha: 0.3,
+            dirichlet_epsilon: 0.25,
+            temperature: 1.0,
+            temperature_decay_moves: 0,
+            temperature_cutoff_move: 30,
+            temperature_after_cutoff: 0.0,
+            resign_threshold: 0.0,
+            resign_disabled_fraction: 0.1,
+            contempt: 0.0,
+        }
+    }
+}
+
+/// How training positions are drawn from the buffer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sampling {
+    /// Every position equally likely (Lc0's way).
+    Uniform,
+    /// Won, drawn and lost positions (for the side to move) equally likely.
+    ValueBalanced,
+}
+
+/// `[buffer]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BufferSection {
+    /// Training positions kept, newest first.
+    pub window: usize,
+    /// `uniform` or `value-balanced`.
+    pub sampling: Sampling,
+}
+
+impl Default for BufferSection {
+    fn default() -> BufferSection {
+        BufferSection { window: 100_000, sampling: Sampling::Uniform }
+    }
+}
+
+/// `[train]`: how much to train per iteration, and the value target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainSection {
+    /// Positions per step.
+    pub batch: usize,
+    /// Steps per iteration.
+    pub steps: u64,
+    /// Share of the search's root value in the value target (the rest is the game's result).
+    pub value_q_weight: f32,
+}
+
+impl Default for TrainSection {
+    fn default() -> TrainSection {
+        TrainSection { batch: 256, steps: 100, value_q_weight: 0.0 }
+    }
+}
+
+/// `[checkpoint]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointSection {
+    /// Keep a numbered checkpoint every this many iterations (the latest is always kept).
+    pub every: u64,
+    /// Numbered checkpoints kept.
+    pub keep: usize,
+}
+
+impl Default for CheckpointSection {
+    fn default() -> CheckpointSection {
+        CheckpointSection { every: 1, keep: 5 }
+    }
+}
+
+impl RunConfig {
+    /// Reads `path` and applies `sets` (`section.key=value`, in order).
+    ///
+    /// # Errors
+    /// The first problem, naming the key and, for keys from the file, its line.
+    pub fn load(path: &Path, sets: &[String]) -> Result<RunConfig> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        RunConfig::parse(&text, sets).with_context(|| format!("bad config {}", path.display()))
+    }
+
+    /// [`RunConfig::load`] on the file's text.
+    ///
+    /// # Errors
+    /// As [`RunConfig::load`].
+    pub fn parse(text: &str, sets: &[String]) -> Result<RunConfig> {
+        // The file alone first: its errors carry lines.
+        let mut config: RunConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if !sets.is_empty() {
+            let mut table: toml::Table = text.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+            for set in sets {
+                apply_set(&mut table, set)?;
+                config = RunConfig::deserialize(toml::Value::Table(table.clone()))
+                    .map_err(|e| anyhow::anyhow!("--set {set}: {e}"))?;
+            }
+        }
+        config.validate().map_err(|(key, message)| {
+            let overridden = sets.iter().any(|s| s.split('=').next().is_some_and(|k| k.trim() == key));
+            match locate(text, &key).filter(|_| !overridden) {
+                Some(line) => anyhow::anyhow!("{key} (line {line}): {message}"),
+                None => anyhow::anyhow!("{key}: {message}"),
+            }
+        })?;
+        Ok(config)
+    }
+
+    /// The config as TOML, as saved in the run directory.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("every field serialises")
+    }
+
+    /// The network's architecture: the preset with the section's overrides.
+    ///
+    /// # Errors
+    /// An unknown preset or numbers that do not fit together.
+    pub fn net_config(&self) -> Result<NetConfig> {
+        let n = &self.net;
+        let mut net = NetConfig::preset(&n.preset, self.game.name).map_err(|e| anyhow::anyhow!("net.preset: {e}"))?;
+        let overrides = [
+            (&mut net.channels, n.channels),
+            (&mut net.blocks, n.blocks),
+            (&mut net.transformer_blocks, n.transformer_blocks),
+            (&mut net.heads, n.heads),
+            (&mut net.groups, n.groups),
+            (&mut net.se_ratio, n.se_ratio),
+            (&mut net.ffn_multiplier, n.ffn_multiplier),
+        ];
+        for (field, value) in overrides {
+            if let Some(value) = value {
+                *field = value;
+            }
+        }
+        if let Some(future) = n.future_head {
+            net.future_head = future;
+        }
+        net.validate().map_err(|e| anyhow::anyhow!("[net]: {e}"))?;
+        Ok(net)
+    }
+
+    /// The device the run trains and plays on.
+    pub fn device(&self) -> DeviceSpec {
+        DeviceSpec { backend: self.run.backend, index: self.run.device }
+    }
+
+    /// Checks every range; on failure the key and what is wrong.
+    fn validate(&self) -> Result<(), (String, String)> {
+        let fail = |key: &str, message: String| Err((key.to_string(), message));
+        let s = &self.selfplay;
+        let unit = |v: f32| (0.0..=1.0).contains(&v);
+        let checks: [(&str, bool, String); 17] = [
+            ("game.ply_cap", (1..=10_000).contains(&self.game.ply_cap), "must be 1 to 10000".into()),
+            ("selfplay.games", s.games >= 1, "must be at least 1".into()),
+            ("selfplay.simulations", (1..=1_000_000).contains(&s.simulations), "must be 1 to 1000000".into()),
+            (
+                "selfplay.fast_simulations",
+                s.fast_probability == 0.0 || (1..=s.simulations).contains(&s.fast_simulations),
+                "must be 1 to selfplay.simulations when fast_probability > 0".into(),
+            ),
+            ("selfplay.fast_probability", (0.0..1.0).contains(&s.fast_probability), "must be in [0, 1)".into()),
+            ("selfplay.parallel_sims", (1..=8192).contains(&s.parallel_sims), "must be 1 to 8192".into()),
+            ("selfplay.groups", (1..=64).contains(&s.groups), "must be 1 to 64".into()),
+            ("selfplay.cpuct", s.cpuct > 0.0 && s.cpuct <= 100.0, "must be in (0, 100]".into()),
+            (
+                "selfplay.dirichlet_alpha",
+                s.dirichlet_alpha > 0.0 && s.dirichlet_alpha <= 10.0,
+                "must be in (0, 10]".into(),
+            ),
+            ("selfplay.dirichlet_epsilon", unit(s.dirichlet_epsilon), "must be in [0, 1]".into()),
+            ("selfplay.temperature", (0.0..=10.0).contains(&s.temperature), "must be in [0, 10]".into()),
+            (
+                "selfplay.temperature_after_cutoff",
+                (0.0..=10.0).contains(&s.temperature_after_cutoff),
+                "must be in [0, 10]".into(),
+            ),
+            ("selfplay.resign_threshold", (0.0..0.5).contains(&s.resign_threshold), "must be in [0, 0.5)".into()),
+            ("selfplay.resign_disabled_fraction", unit(s.resign_disabled_fraction), "must be in [0, 1]".into()),
+            ("selfplay.contempt", (-1.0..=1.0).contains(&s.contempt), "must be in [-1, 1]".into()),
+            ("buffer.window", self.buffer.window >= 1, "must be at least 1".into()),
+            ("train.value_q_weight", unit(self.train.value_q_weight), "must be in [0, 1]".into()),
+        ];
+        if let Some((key, _, message)) = checks.into_iter().find(|(_, ok, _)| !ok) {
+            return fail(key, message);
+        }
+        let more = [
+            ("train.batch", (1..=65_536).contains(&self.train.batch), "must be 1 to 65536"),
+            ("checkpoint.every", self.checkpoint.every >= 1, "must be at least 1"),
+            ("checkpoint.keep", self.checkpoint.keep >= 1, "must be at least 1"),
+            ("run.dir", !self.run.dir.as_os_str().is_empty(), "must name a directory"),
+        ];
+        if let Some((key, _, message)) = more.into_iter().find(|(_, ok, _)| !ok) {
+            return fail(key, message.to_string());
+        }
+        if let Err(e) = self.optimizer.validate() {
+            // capa-net's message starts with the field's name.
+            let text = e.to_string();
+            let message = text.rsplit(": ").next().unwrap_or(&text);
+            let key = message.split_whitespace().next().unwrap_or_default();
+            return fail(&format!("optimizer.{key}"), message.to_string());
+        }
+        if let Err(e) = self.net_config() {
+            return fail("net", format!("{e:#}"));
+        }
+        Ok(())
+    }
+}
+
+/// Sets `section.key` in `table` to `value`, read as a TOML value (a bare
+/// word that is not one is a string).
+fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
+    let Some((key, value)) = set.split_once('=') else {
+        bail!("--set {set}: expected section.key=value");
+    };
+    let path: Vec<&str> = key.trim().split('.').collect();
+    if path.iter().any(|part| part.is_empty()) {
+        bail!("--set {set}: `{}` is not a key like section.key", key.trim());
+    }
+    let value = value.trim();
+    let value = match format!("v = {value}").parse::<toml::Table>() {
+        Ok(mut parsed) => parsed.remove("v").expect("parsed the key"),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let (last, sections) = path.split_last().expect("not empty");
+    let mut current = table;
+    for section in sections {
+        let entry = current.entry(section.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(table) => table,
+            _ => bail!("--set {set}: `{section}` is not a section"),
+        };
+    }
+    current.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// The line (from 1) of `section.key` in the file's text, if it is there.
+fn locate(text: &str, key: &str) -> Option<usize> {
+    let (section, name) = key.rsplit_once('.').unwrap_or(("", key));
+    let mut current = String::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            current = header.trim().to_string();
+        } else if current == section && line.split_once('=').is_some_and(|(k, _)| k.trim().trim_matches('"') == name) {
+            return Some(index + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str, sets: &[&str]) -> String {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        format!("{:#}", RunConfig::parse(text, &sets).unwrap_err())
+    }
+
+    #[test]
+    fn defaults_are_valid_and_round_trip() {
+        let config = RunConfig::parse("", &[]).unwrap();
+        assert_eq!(config, RunConfig::default());
+        assert_eq!(RunConfig::parse(&config.to_toml(), &[]).unwrap(), config);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_line() {
+        let e = error("[selfplay]\ngames = 4\nsimulatons = 10\n", &[]);
+        assert!(e.contains("line 3") && e.contains("simulatons"), "{e}");
+        let e = error("[run]\nseed = \"one\"\n", &[]);
+        assert!(e.contains("line 2") && e.contains("seed"), "{e}");
+        let e = error("[selfplay]\ngames = 4\nparallel_sims = 0\n", &[]);
+        assert!(e.contains("selfplay.parallel_sims (line 3)"), "{e}");
+        let e = error("[bogus]\nx = 1\n", &[]);
+        assert!(e.contains("bogus"), "{e}");
+        let e = error("[optimizer]\nlearning_rate = -1.0\n", &[]);
+        assert!(e.contains("optimizer.learning_rate") && e.contains("line 2"), "{e}");
+        let e = error("[net]\npreset = \"huge\"\n", &[]);
+        assert!(e.contains("net") && e.contains("huge"), "{e}");
+        let e = error("[net]\nchannels = 30\n", &[]);
+        assert!(e.contains("net"), "{e}");
+    }
+
+    #[test]
+    fn sets_override_and_are_checked_like_the_file() {
+        let config =
+            RunConfig::parse("[selfplay]\ngames = 4\n", &["selfplay.games=9".into(), "run.dir=x/y".into()]).unwrap();
+        assert_eq!((config.selfplay.games, config.run.dir), (9, PathBuf::from("x/y")));
+        let config = RunConfig::parse("", &["optimizer.loss_weights.future = 0".into()]).unwrap();
+        assert_eq!(config.optimizer.loss_weights.future, 0.0);
+        let e = error("", &["selfplay.games=many"]);
+        assert!(e.contains("--set selfplay.games=many"), "{e}");
+        let e = error("", &["selfplay.gmes=3"]);
+        assert!(e.contains("gmes"), "{e}");
+        let e = error("[selfplay]\ngames = 4\n", &["selfplay.games=0"]);
+        assert!(e.contains("selfplay.games: must be at least 1") && !e.contains("line"), "{e}");
+        let e = error("", &["games"]);
+        assert!(e.contains("expected section.key=value"), "{e}");
+        let e = error("", &["run.seed.x=1"]);
+        assert!(e.contains("--set run.seed.x=1") && e.contains("run.seed"), "{e}");
+        let e = error("[run]\nseed = 3\n", &["run.seed.x=1"]);
+        assert!(e.contains("`seed` is not a section"), "{e}");
+    }
+}

@@ -1,0 +1,316 @@
+//! Self-play: many games at once through the grouped search, each finished
+//! game handed back as a [`GameRecord`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Result, anyhow};
+use capa_data::{Ending, GameRecord, PlyRecord, Resignation, SearchValues};
+use capa_mcts::{
+    DirichletNoise, EvalError, Evaluations, Evaluator, LeafRequest, Limits, PlayoutCap, Rng, SearchParams,
+    SearchResult, Temperature, Tree, search_many,
+};
+use capa_rules::{Color, Game, GameResult, History};
+
+use crate::config::SelfPlaySection;
+
+/// How games are played, from the `[selfplay]` and `[game]` sections.
+#[derive(Clone, Debug)]
+pub struct SelfPlaySettings {
+    /// The search's parameters (noise included).
+    pub params: SearchParams,
+    /// Full and fast searches.
+    pub cap: PlayoutCap,
+    /// How randomly moves are chosen.
+    pub temperature: Temperature,
+    /// Plies after which a game is a draw.
+    pub ply_cap: u32,
+    /// Resign below this expected score (0: never).
+    pub resign_threshold: f32,
+    /// Share of games never resigned.
+    pub resign_disabled_fraction: f32,
+    /// Games at once.
+    pub concurrent: usize,
+    /// Search groups.
+    pub groups: usize,
+}
+
+impl SelfPlaySettings {
+    /// The settings a config section describes.
+    pub fn new(section: &SelfPlaySection, ply_cap: u32) -> SelfPlaySettings {
+        let noise = (section.dirichlet_epsilon > 0.0)
+            .then_some(DirichletNoise { alpha: section.dirichlet_alpha, epsilon: section.dirichlet_epsilon });
+        let params = SearchParams {
+            cpuct: section.cpuct,
+            parallel_sims: section.parallel_sims,
+            max_collisions: section.parallel_sims,
+            noise,
+            contempt: section.contempt,
+            ..SearchParams::default()
+        };
+        let full = Limits::visits(section.simulations);
+        let cap = PlayoutCap {
+            full,
+            fast: Limits::visits(section.fast_simulations.max(1)),
+            fast_fraction: section.fast_probability,
+        };
+        let temperature = Temperature {
+            initial: section.temperature,
+            decay_moves: section.temperature_decay_moves,
+            cutoff_move: section.temperature_cutoff_move,
+            after_cutoff: section.temperature_after_cutoff,
+        };
+        let concurrent = if section.concurrent == 0 { section.games } else { section.concurrent.min(section.games) };
+        SelfPlaySettings {
+            params,
+            cap,
+            temperature,
+            ply_cap,
+            resign_threshold: section.resign_threshold,
+            resign_disabled_fraction: section.resign_disabled_fraction,
+            concurrent: concurrent as usize,
+            groups: section.groups,
+        }
+    }
+}
+
+/// What a round of self-play did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SelfPlayStats {
+    /// Games finished.
+    pub games: u64,
+    /// Moves played.
+    pub plies: u64,
+    /// Moves searched fully (training positions).
+    pub full_plies: u64,
+    /// Playouts in all searches.
+    pub playouts: u64,
+    /// Games that ended by resignation.
+    pub resigned: u64,
+    /// Games played out that would have been resigned.
+    pub resign_checked: u64,
+    /// Of those, games the would-be resigner did not lose.
+    pub resign_wrong: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Seconds the network spent evaluating (on its own thread).
+    pub inference_seconds: f64,
+    /// Games won by white, drawn, won by black.
+    pub results: [u64; 3],
+}
+
+/// One game in progress.
+struct Slot {
+    index: u32,
+    rng: Rng,
+    plies: Vec<PlyRecord>,
+    resignation: Resignation,
+}
+
+/// Plays `games` games (numbered from 0) with `evaluator`; each finished
+/// game goes to `on_game(number, record)` as soon as it ends. When `stop`
+/// is raised no new game or move starts; the games in progress are dropped.
+///
+/// # Errors
+/// The search's or the evaluator's failure, or `on_game`'s.
+pub fn play<G, E>(
+    evaluator: &E,
+    settings: &SelfPlaySettings,
+    games: u32,
+    seed: u64,
+    network: &str,
+    stop: &AtomicBool,
+    mut on_game: impl FnMut(u32, GameRecord<G>) -> Result<()>,
+) -> Result<SelfPlayStats>
+where
+    G: Game,
+    E: Evaluator<G>,
+{
+    let started = Instant::now();
+    let timed = Timed { inner: evaluator, nanos: AtomicU64::new(0) };
+    let mut stats = SelfPlayStats::default();
+    let concurrent = settings.concurrent.clamp(1, games.max(1) as usize);
+    let new_history = || History::new(G::startpos()).with_ply_cap(settings.ply_cap);
+    let mut next_game = 0u32;
+    let mut slots = Vec::with_capacity(concurrent);
+    let mut trees = Vec::with_capacity(concurrent);
+    let mut start_game = |tree: Option<&mut Tree<G>>| -> Result<Option<(Slot, Option<Tree<G>>)>> {
+        if next_game >= games || stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let index = next_game;
+        next_game += 1;
+        let game_seed = mix(seed, u64::from(index));
+        let mut rng = Rng::new(game_seed);
+        let enabled = settings.resign_threshold > 0.0 && rng.uniform() >= f64::from(settings.resign_disabled_fraction);
+        let slot =
+            Slot { index, rng, plies: Vec::new(), resignation: Resignation { enabled, would_have_resigned: None } };
+        let fresh = match tree {
+            Some(tree) => {
+                tree.set_history(new_history()).map_err(|e| anyhow!("{e}"))?;
+                None
+            }
+            None => Some(Tree::new(new_history(), settings.params.clone(), game_seed).map_err(|e| anyhow!("{e}"))?),
+        };
+        Ok(Some((slot, fresh)))
+    };
+    while trees.len() < concurrent {
+        match start_game(None)? {
+            Some((slot, tree)) => {
+                slots.push(Some(slot));
+                trees.push(tree.expect("a fresh tree"));
+            }
+            None => break,
+        }
+    }
+    for (tree, slot) in trees.iter_mut().zip(&mut slots) {
+        let slot = slot.as_mut().expect("just started");
+        let (limits, full) = settings.cap.draw(&mut slot.rng);
+        tree.start(limits, full).map_err(|e| anyhow!("{e}"))?;
+    }
+
+    let mut failure: Option<anyhow::Error> = None;
+    let searched = search_many(&mut trees, &timed, settings.groups, |i, tree, result| {
+        if failure.is_some() {
+            return;
+        }
+        let mut step = || -> Result<()> {
+            let Some(slot) = slots[i].as_mut() else { return Ok(()) };
+            stats.plies += 1;
+            stats.playouts += u64::from(result.playouts);
+            stats.full_plies += u64::from(result.full_search);
+            let ended = advance(tree, slot, &result, settings)?;
+            if let Some((winner, ending)) = ended {
+                let slot = slots[i].take().expect("in progress");
+                let record = finish(tree, slot, winner, ending, network, &mut stats);
+                on_game(record.0, record.1)?;
+                if let Some((slot, _)) = start_game(Some(tree))? {
+                    slots[i] = Some(slot);
+                }
+            }
+            if stop.load(Ordering::Relaxed) {
+                slots[i] = None;
+            }
+            if let Some(slot) = slots[i].as_mut() {
+                let (limits, full) = settings.cap.draw(&mut slot.rng);
+                tree.start(limits, full).map_err(|e| anyhow!("{e}"))?;
+            }
+            Ok(())
+        };
+        if let Err(e) = step() {
+            failure = Some(e);
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    searched.map_err(|e| anyhow!("self-play search failed: {e}"))?;
+    stats.seconds = started.elapsed().as_secs_f64();
+    stats.inference_seconds = timed.nanos.load(Ordering::Relaxed) as f64 * 1e-9;
+    Ok(stats)
+}
+
+/// Records the search of this ply, plays the chosen move, and says whether
+/// (and how) the game ended: the winner and the ending.
+fn advance<G: Game>(
+    tree: &mut Tree<G>,
+    slot: &mut Slot,
+    result: &SearchResult<G>,
+    settings: &SelfPlaySettings,
+) -> Result<Option<(Option<Color>, Ending)>> {
+    let position = tree.history().current().clone();
+    let best = result.best().ok_or_else(|| anyhow!("a search at a position with no legal move"))?;
+    let values = |q, d, m| SearchValues { q, d, m };
+    slot.plies.push(PlyRecord {
+        full_search: result.full_search,
+        root: values(result.q, result.d, result.m),
+        best: values(best.q, best.d, best.m),
+        visits: result
+            .visit_distribution()
+            .filter(|&(_, share)| share > 0.0)
+            .map(|(m, share)| (position.policy_index(m) as u16, share))
+            .collect(),
+    });
+    let ply = slot.plies.len() as u32 - 1;
+    if settings.resign_threshold > 0.0 && (1.0 + best.q) / 2.0 < settings.resign_threshold {
+        slot.resignation.would_have_resigned.get_or_insert(ply);
+        if slot.resignation.enabled {
+            slot.plies.pop();
+            return Ok(Some((Some(!position.turn()), Ending::Resignation)));
+        }
+    }
+    let temperature = settings.temperature.at(ply);
+    let m = result.choose(temperature, &mut slot.rng).expect("a best move exists");
+    tree.advance(m).map_err(|e| anyhow!("{e}"))?;
+    Ok(tree.history().outcome().map(|outcome| {
+        let to_move = tree.history().current().turn();
+        let winner = match outcome.result {
+            GameResult::Win => Some(to_move),
+            GameResult::Loss => Some(!to_move),
+            GameResult::Draw => None,
+        };
+        (winner, Ending::Rules(outcome.reason))
+    }))
+}
+
+/// The finished game's record, and its contribution to the statistics.
+fn finish<G: Game>(
+    tree: &Tree<G>,
+    slot: Slot,
+    winner: Option<Color>,
+    ending: Ending,
+    network: &str,
+    stats: &mut SelfPlayStats,
+) -> (u32, GameRecord<G>) {
+    let history = tree.history();
+    let moves = history.moves()[..slot.plies.len()].to_vec();
+    stats.games += 1;
+    stats.results[match winner {
+        Some(Color::White) => 0,
+        None => 1,
+        Some(Color::Black) => 2,
+    }] += 1;
+    if ending == Ending::Resignation {
+        stats.resigned += 1;
+    }
+    if let (false, Some(ply)) = (slot.resignation.enabled, slot.resignation.would_have_resigned) {
+        stats.resign_checked += 1;
+        let resigner = if ply % 2 == 0 { history.start().turn() } else { !history.start().turn() };
+        if winner != Some(!resigner) {
+            stats.resign_wrong += 1;
+        }
+    }
+    let record = GameRecord {
+        start: history.start().clone(),
+        network: network.to_string(),
+        moves,
+        plies: slot.plies,
+        winner,
+        ending,
+        resignation: slot.resignation,
+    };
+    (slot.index, record)
+}
+
+/// A seed for item `index` of a stream seeded with `seed` (SplitMix64's finaliser).
+pub fn mix(seed: u64, index: u64) -> u64 {
+    let mut z = seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// An evaluator that counts the time spent in it.
+struct Timed<'a, E> {
+    inner: &'a E,
+    nanos: AtomicU64,
+}
+
+impl<G: Game, E: Evaluator<G>> Evaluator<G> for Timed<'_, E> {
+    fn evaluate(&self, batch: &[LeafRequest<G>], out: &mut Evaluations) -> Result<(), EvalError> {
+        let started = Instant::now();
+        let result = self.inner.evaluate(batch, out);
+        self.nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        result
+    }
+}

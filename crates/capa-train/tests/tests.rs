@@ -1,0 +1,240 @@
+//! The trainer end to end, through its binary: iterations, resume, kills at
+//! bad moments, and configs that must be refused before any work starts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use capa_data::GameRecord;
+use capa_rules::capablanca::Capablanca;
+
+/// A run small enough for seconds per iteration on 2 cores.
+const TINY: &str = r#"
+[run]
+seed = 7
+iterations = 2
+
+[game]
+name = "capablanca"
+ply_cap = 40
+
+[net]
+channels = 16
+blocks = 1
+transformer_blocks = 1
+heads = 2
+groups = 2
+
+[selfplay]
+games = 6
+simulations = 16
+parallel_sims = 2
+groups = 2
+resign_threshold = 0.05
+
+[buffer]
+window = 2000
+
+[train]
+batch = 16
+steps = 4
+
+[checkpoint]
+every = 2
+keep = 1
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capa-train-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn command(config: &Path, run_dir: &Path, sets: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capa-train"));
+    command.arg("--config").arg(config).arg("--set").arg(format!("run.dir={}", run_dir.display()));
+    for set in sets {
+        command.arg("--set").arg(set);
+    }
+    command
+}
+
+fn train(config: &Path, run_dir: &Path, sets: &[&str]) -> Output {
+    let output = command(config, run_dir, sets).output().unwrap();
+    assert!(output.status.success(), "capa-train failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+fn tiny(dir: &Path) -> PathBuf {
+    let path = dir.join("tiny.toml");
+    std::fs::write(&path, TINY).unwrap();
+    path
+}
+
+/// The iterations in metrics.jsonl, in order.
+fn metric_iterations(run: &Path) -> Vec<u64> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["iteration"].as_u64().unwrap())
+        .collect()
+}
+
+fn game_files(run: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for net in std::fs::read_dir(run.join("games")).unwrap() {
+        for file in std::fs::read_dir(net.unwrap().path()).unwrap() {
+            files.push(file.unwrap().path());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Every file a reader would read is whole: no temporary left, every game readable.
+fn assert_clean(run: &Path) {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() { walk(&path, out) } else { out.push(path) }
+        }
+    }
+    let mut all = Vec::new();
+    walk(run, &mut all);
+    let temporaries: Vec<_> = all.iter().filter(|p| p.to_string_lossy().contains(".tmp-")).collect();
+    assert!(temporaries.is_empty(), "temporary files left: {temporaries:?}");
+    for file in game_files(run) {
+        GameRecord::<Capablanca>::read(&file).unwrap();
+    }
+}
+
+#[test]
+fn two_iterations_then_a_resumed_third() {
+    let dir = scratch("e2e");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    train(&config, &run, &[]);
+    assert_eq!(metric_iterations(&run), [1, 2]);
+    assert_eq!(game_files(&run).len(), 12);
+    assert!(run.join("checkpoints/iter-000002.safetensors").exists());
+    assert!(!run.join("checkpoints/iter-000001.safetensors").exists(), "every = 2 keeps only even iterations");
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().last().unwrap())
+            .unwrap();
+    assert_eq!(line["games"], 6);
+    assert!(line["train"]["loss"].as_f64().unwrap() > 0.0);
+    assert_eq!(line["train"]["steps"], 4);
+    let latest = std::fs::read_to_string(run.join("LATEST")).unwrap();
+    assert!(run.join("nets").join(format!("{latest}.safetensors")).exists());
+
+    let output = train(&config, &run, &["run.iterations=3"]);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("resuming") && log.contains("after iteration 2"), "{log}");
+    assert_eq!(metric_iterations(&run), [1, 2, 3]);
+    assert_eq!(game_files(&run).len(), 18);
+    assert_clean(&run);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What a kill during a checkpoint write leaves (a temporary file, a
+/// checkpoint the commit point does not name yet, a metrics line of the
+/// uncommitted iteration, half a line) is cleaned up and the iteration
+/// played again.
+#[test]
+fn a_kill_during_the_checkpoint_loses_only_that_iteration() {
+    let dir = scratch("checkpoint-kill");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    train(&config, &run, &[]);
+    let checkpoints = run.join("checkpoints");
+    let one = r#"{"iteration": 1, "checkpoint": "iter-000001.safetensors", "network": "NET"}"#;
+    let latest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(checkpoints.join("latest.json")).unwrap()).unwrap();
+    // Iteration 1's checkpoint was pruned; stand in iteration 2's for it.
+    std::fs::copy(checkpoints.join("iter-000002.safetensors"), checkpoints.join("iter-000001.safetensors")).unwrap();
+    std::fs::write(checkpoints.join("latest.json"), one.replace("NET", latest["network"].as_str().unwrap())).unwrap();
+    std::fs::write(checkpoints.join(".iter-000002.safetensors.tmp-999-0"), b"half a checkpoint").unwrap();
+    let mut metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    metrics.push_str("{\"iteration\": 3, \"gam");
+    std::fs::write(run.join("metrics.jsonl"), metrics).unwrap();
+
+    let output = train(&config, &run, &[]);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("removed 1 temporary file") && log.contains("after iteration 1"), "{log}");
+    assert_eq!(metric_iterations(&run), [1, 2]);
+    assert_eq!(game_files(&run).len(), 12, "iteration 2's games are played again, not added twice");
+    assert_clean(&run);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SIGKILL in the middle of self-play, then a restart: nothing written is
+/// damaged and the run completes with every iteration once.
+#[cfg(unix)]
+#[test]
+fn sigkill_during_self_play_then_resume() {
+    let dir = scratch("sigkill");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    let mut child = command(&config, &run, &["run.iterations=3", "selfplay.games=12"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once iteration 2 has written some of its games.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let started = run.join("games").exists()
+            && game_files(&run).iter().any(|f| f.to_string_lossy().contains("local-i000002-g"));
+        if started || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(metric_iterations(&run), [1]);
+
+    let output = train(&config, &run, &["run.iterations=3", "selfplay.games=12"]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("after iteration 1"));
+    assert_eq!(metric_iterations(&run), [1, 2, 3]);
+    assert_eq!(game_files(&run).len(), 36);
+    assert_clean(&run);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_configs_are_refused_before_any_work() {
+    let dir = scratch("bad-config");
+    let run = dir.join("run");
+    let cases = [
+        ("[selfplay]\ngames = 4\nsimulatons = 10\n", vec![], vec!["simulatons", "line 3"]),
+        ("[train]\nbatch = \"big\"\n", vec![], vec!["batch", "line 2"]),
+        ("[selfplay]\nparallel_sims = 0\n", vec![], vec!["selfplay.parallel_sims (line 2)", "1 to 8192"]),
+        ("", vec!["buffer.sampling=random"], vec!["--set buffer.sampling=random", "uniform"]),
+        ("", vec!["run.backend=tpu"], vec!["--set run.backend=tpu"]),
+    ];
+    for (text, sets, expected) in cases {
+        let config = dir.join("bad.toml");
+        std::fs::write(&config, text).unwrap();
+        let output = command(&config, &run, &sets).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{text:?} was accepted");
+        for part in expected {
+            assert!(stderr.contains(part), "{text:?} {sets:?}: expected {part:?} in:\n{stderr}");
+        }
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(!run.exists(), "a refused config started work");
+    }
+    let missing = Command::new(env!("CARGO_BIN_EXE_capa-train")).args(["--config", "/no/such.toml"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /no/such.toml"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_architecture_change_is_refused_on_resume() {
+    let dir = scratch("arch");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    train(&config, &run, &["run.iterations=1", "train.steps=1", "selfplay.games=2"]);
+    let output = command(&config, &run, &["run.iterations=2", "net.channels=32"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("architecture cannot change"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
