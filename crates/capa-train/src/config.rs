@@ -129,7 +129,10 @@ impl Default for NetSection {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SelfPlaySection {
-    /// Games per iteration.
+    /// Whether the trainer plays its own games; `false` trains only on what
+    /// `capa-train selfplay` workers write into the run directory.
+    pub local: bool,
+    /// Games per iteration (without local self-play: new worker games to wait for).
     pub games: u32,
     /// Games played at once (0: all of the iteration's).
     pub concurrent: u32,
@@ -168,6 +171,7 @@ pub struct SelfPlaySection {
 impl Default for SelfPlaySection {
     fn default() -> SelfPlaySection {
         SelfPlaySection {
+            local: true,
             games: 64,
             concurrent: 0,
             simulations: 200,

@@ -1,14 +1,17 @@
 //! capa's training loop, as a library for the `capa-train` binary and the
-//! tests: the run configuration, self-play, the replay buffer, and the loop
-//! with its checkpoints and resume.
+//! tests: the run configuration, self-play, the replay buffer, the loop
+//! with its checkpoints and resume, self-play workers, and a small arena.
 
 #![deny(missing_docs)]
 
+mod arena;
 mod buffer;
 mod config;
 mod run;
 mod selfplay;
+mod worker;
 
+pub use arena::{ArenaSettings, Score, arena};
 pub use buffer::{HostBatch, ReplayBuffer};
 pub use config::{
     BufferSection, CheckpointSection, GameSection, NetSection, RunConfig, RunSection, Sampling, SelfPlaySection,
@@ -16,3 +19,4 @@ pub use config::{
 };
 pub use run::{Finish, run};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};
+pub use worker::work;

@@ -18,6 +18,7 @@
 //! checkpoint file) when a killed run resumes. Random choices derive from
 //! the seed and the iteration, so a resumed run continues as it would have.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
@@ -144,38 +145,20 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
                 (trainer, 1, network)
             }
         };
-        let mut buffer = rebuild_buffer::<G>(config, first_iteration)?;
+        let (mut buffer, mut seen) = rebuild_buffer::<G>(config, first_iteration)?;
         let settings = SelfPlaySettings::new(&config.selfplay, config.game.ply_cap);
         let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
         for iteration in first_iteration..=last {
             let started = Instant::now();
-            // Self-play with the newest network.
-            let games_dir = dir.join("games").join(&network);
-            std::fs::create_dir_all(&games_dir).with_context(|| format!("cannot create {}", games_dir.display()))?;
-            let evaluator = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
-            let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
-            let mut new_positions = 0usize;
-            let stats = play::<G, _>(
-                &evaluator,
-                &settings,
-                config.selfplay.games,
-                mix(config.run.seed, iteration),
-                &network,
-                stop,
-                |index, record| {
-                    let path = games_dir.join(game_file_name(iteration, index));
-                    record.write(&path)?;
-                    new_positions += record.plies.iter().filter(|p| p.full_search).count();
-                    buffer.push(record);
-                    bar.inc(1);
-                    Ok(())
-                },
-            )?;
-            drop(evaluator);
-            bar.finish_and_clear();
-            if stop.load(Ordering::Relaxed) {
+            // Self-play with the newest network, or the workers' games.
+            let played = if config.selfplay.local {
+                play_locally(config, &settings, &trainer, &device, &mut buffer, iteration, &network, stop)?
+            } else {
+                collect_worker_games(config, &mut buffer, &mut seen, stop)?
+            };
+            let Some((stats, new_positions)) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
                 return Ok(Finish::Interrupted);
-            }
+            };
             let selfplay_seconds = started.elapsed().as_secs_f64();
 
             // Training.
@@ -216,6 +199,44 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
     }
 }
 
+/// One iteration's self-play with the trainer's network, each game written
+/// and added to the buffer as it ends. `None` when stopped.
+#[allow(clippy::too_many_arguments)]
+fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
+    config: &RunConfig,
+    settings: &SelfPlaySettings,
+    trainer: &Trainer<B>,
+    device: &B::Device,
+    buffer: &mut ReplayBuffer<G>,
+    iteration: u64,
+    network: &str,
+    stop: &AtomicBool,
+) -> Result<Option<(SelfPlayStats, usize)>> {
+    let games_dir = config.run.dir.join("games").join(network);
+    std::fs::create_dir_all(&games_dir).with_context(|| format!("cannot create {}", games_dir.display()))?;
+    let evaluator = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
+    let mut new_positions = 0usize;
+    let stats = play::<G, _>(
+        &evaluator,
+        settings,
+        config.selfplay.games,
+        mix(config.run.seed, iteration),
+        network,
+        stop,
+        |index, record| {
+            let path = games_dir.join(game_file_name(iteration, index));
+            record.write(&path)?;
+            new_positions += record.plies.iter().filter(|p| p.full_search).count();
+            buffer.push(record);
+            bar.inc(1);
+            Ok(())
+        },
+    )?;
+    bar.finish_and_clear();
+    Ok((!stop.load(Ordering::Relaxed)).then_some((stats, new_positions)))
+}
+
 /// A game file's name: the iteration, then the game, so names sort in play order.
 fn game_file_name(iteration: u64, index: u32) -> String {
     format!("local-i{iteration:06}-g{index:06}.capa")
@@ -226,36 +247,54 @@ fn game_file_iteration(name: &str) -> Option<u64> {
     name.strip_prefix("local-i")?.split('-').next()?.parse().ok()
 }
 
-/// The newest games of the run, enough to fill the window, into a buffer.
-/// Games of an iteration that never completed are removed: it is played again.
-fn rebuild_buffer<G: NetGame>(config: &RunConfig, first_iteration: u64) -> Result<ReplayBuffer<G>> {
+/// A game file in the run directory.
+struct GameFile {
+    path: PathBuf,
+    name: String,
+    modified: std::time::SystemTime,
+}
+
+/// Every game file of the run, oldest first (by modification time, then name).
+fn list_games(dir: &Path) -> Result<Vec<GameFile>> {
+    let games = dir.join("games");
     let mut files = Vec::new();
-    let games = config.run.dir.join("games");
     for net in std::fs::read_dir(&games).with_context(|| format!("cannot list {}", games.display()))? {
         let net = net?.path();
         if !net.is_dir() {
             continue;
         }
         for file in std::fs::read_dir(&net).with_context(|| format!("cannot list {}", net.display()))? {
-            let path = file?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-            match game_file_iteration(&name) {
-                Some(iteration) if iteration >= first_iteration => {
-                    std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-                }
-                Some(_) if name.ends_with(".capa") => files.push((name, path)),
-                _ => {}
+            let file = file?;
+            let name = file.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".capa") && !name.starts_with('.') {
+                let modified = file.metadata()?.modified()?;
+                files.push(GameFile { path: file.path(), name, modified });
             }
         }
     }
-    files.sort();
+    files.sort_by(|a, b| (a.modified, &a.name).cmp(&(b.modified, &b.name)));
+    Ok(files)
+}
+
+/// The newest games of the run, enough to fill the window, into a buffer,
+/// and the set of every game file seen. The trainer's own games of an
+/// iteration that never completed are removed: it is played again.
+fn rebuild_buffer<G: NetGame>(config: &RunConfig, first_iteration: u64) -> Result<(ReplayBuffer<G>, HashSet<PathBuf>)> {
+    let mut files = list_games(&config.run.dir)?;
+    files.retain(|file| match game_file_iteration(&file.name) {
+        Some(iteration) if iteration >= first_iteration => {
+            let _ = std::fs::remove_file(&file.path);
+            false
+        }
+        _ => true,
+    });
     let mut newest = Vec::new();
     let mut positions = 0;
-    for (_, path) in files.iter().rev() {
+    for file in files.iter().rev() {
         if positions >= config.buffer.window {
             break;
         }
-        match GameRecord::<G>::read(path) {
+        match GameRecord::<G>::read(&file.path) {
             Ok(record) => {
                 positions += record.plies.iter().filter(|p| p.full_search).count();
                 newest.push(record);
@@ -270,7 +309,55 @@ fn rebuild_buffer<G: NetGame>(config: &RunConfig, first_iteration: u64) -> Resul
     if buffer.games() > 0 {
         eprintln!("replay buffer: {} positions from {} games on disk", buffer.positions(), buffer.games());
     }
-    Ok(buffer)
+    Ok((buffer, files.into_iter().map(|file| file.path).collect()))
+}
+
+/// Without local self-play: waits until workers have written
+/// `selfplay.games` games the trainer has not seen, and adds every new one
+/// to the buffer. `None` when stopped while waiting.
+fn collect_worker_games<G: NetGame>(
+    config: &RunConfig,
+    buffer: &mut ReplayBuffer<G>,
+    seen: &mut HashSet<PathBuf>,
+    stop: &AtomicBool,
+) -> Result<Option<(SelfPlayStats, usize)>> {
+    let started = Instant::now();
+    let mut announced = false;
+    let fresh = loop {
+        let fresh: Vec<GameFile> =
+            list_games(&config.run.dir)?.into_iter().filter(|file| !seen.contains(&file.path)).collect();
+        if fresh.len() >= config.selfplay.games as usize {
+            break fresh;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        if !announced {
+            eprintln!(
+                "waiting for self-play workers: {} of {} new games in {}",
+                fresh.len(),
+                config.selfplay.games,
+                config.run.dir.join("games").display()
+            );
+            announced = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    let mut stats = SelfPlayStats::default();
+    let mut new_positions = 0;
+    for file in fresh {
+        seen.insert(file.path.clone());
+        match GameRecord::<G>::read(&file.path) {
+            Ok(record) => {
+                stats.count(&record);
+                new_positions += record.plies.iter().filter(|p| p.full_search).count();
+                buffer.push(record);
+            }
+            Err(e) => eprintln!("warning: skipping a game: {e}"),
+        }
+    }
+    stats.seconds = started.elapsed().as_secs_f64();
+    Ok(Some((stats, new_positions)))
 }
 
 /// Averages over an iteration's training steps.

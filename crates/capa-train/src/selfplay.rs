@@ -176,14 +176,13 @@ where
         }
         let mut step = || -> Result<()> {
             let Some(slot) = slots[i].as_mut() else { return Ok(()) };
-            stats.plies += 1;
             stats.playouts += u64::from(result.playouts);
-            stats.full_plies += u64::from(result.full_search);
             let ended = advance(tree, slot, &result, settings)?;
             if let Some((winner, ending)) = ended {
                 let slot = slots[i].take().expect("in progress");
-                let record = finish(tree, slot, winner, ending, network, &mut stats);
-                on_game(record.0, record.1)?;
+                let (index, record) = finish(tree, slot, winner, ending, network);
+                stats.count(&record);
+                on_game(index, record)?;
                 if let Some((slot, _)) = start_game(Some(tree))? {
                     slots[i] = Some(slot);
                 }
@@ -253,43 +252,49 @@ fn advance<G: Game>(
     }))
 }
 
-/// The finished game's record, and its contribution to the statistics.
+/// The finished game's record.
 fn finish<G: Game>(
     tree: &Tree<G>,
     slot: Slot,
     winner: Option<Color>,
     ending: Ending,
     network: &str,
-    stats: &mut SelfPlayStats,
 ) -> (u32, GameRecord<G>) {
     let history = tree.history();
-    let moves = history.moves()[..slot.plies.len()].to_vec();
-    stats.games += 1;
-    stats.results[match winner {
-        Some(Color::White) => 0,
-        None => 1,
-        Some(Color::Black) => 2,
-    }] += 1;
-    if ending == Ending::Resignation {
-        stats.resigned += 1;
-    }
-    if let (false, Some(ply)) = (slot.resignation.enabled, slot.resignation.would_have_resigned) {
-        stats.resign_checked += 1;
-        let resigner = if ply % 2 == 0 { history.start().turn() } else { !history.start().turn() };
-        if winner != Some(!resigner) {
-            stats.resign_wrong += 1;
-        }
-    }
     let record = GameRecord {
         start: history.start().clone(),
         network: network.to_string(),
-        moves,
+        moves: history.moves()[..slot.plies.len()].to_vec(),
         plies: slot.plies,
         winner,
         ending,
         resignation: slot.resignation,
     };
     (slot.index, record)
+}
+
+impl SelfPlayStats {
+    /// Counts a finished game.
+    pub fn count<G: Game>(&mut self, record: &GameRecord<G>) {
+        self.games += 1;
+        self.plies += record.plies.len() as u64;
+        self.full_plies += record.plies.iter().filter(|p| p.full_search).count() as u64;
+        self.results[match record.winner {
+            Some(Color::White) => 0,
+            None => 1,
+            Some(Color::Black) => 2,
+        }] += 1;
+        if record.ending == Ending::Resignation {
+            self.resigned += 1;
+        }
+        if let (false, Some(ply)) = (record.resignation.enabled, record.resignation.would_have_resigned) {
+            self.resign_checked += 1;
+            let resigner = if ply % 2 == 0 { record.start.turn() } else { !record.start.turn() };
+            if record.winner != Some(!resigner) {
+                self.resign_wrong += 1;
+            }
+        }
+    }
 }
 
 /// A seed for item `index` of a stream seeded with `seed` (SplitMix64's finaliser).

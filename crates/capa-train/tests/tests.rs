@@ -238,3 +238,63 @@ fn an_architecture_change_is_refused_on_resume() {
     assert!(stderr.contains("architecture cannot change"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// SIGTERM (what Ctrl-C does too) stops a run cleanly: exit status 130, no
+/// temporary file, and the same command continues.
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_cleanly_and_the_run_continues() {
+    let dir = scratch("sigterm");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    let child = command(&config, &run, &[]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !(run.join("games").exists() && !game_files(&run).is_empty()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("run the same command again to continue"), "{stderr}");
+    assert_clean(&run);
+    train(&config, &run, &[]);
+    assert_eq!(metric_iterations(&run), [1, 2]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two worker processes and a trainer that only trains on their games.
+#[test]
+fn workers_feed_a_trainer_through_the_run_directory() {
+    let dir = scratch("workers");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    let worker = |name: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_capa-train"));
+        command.args(["selfplay", "--worker", name, "--config"]).arg(&config);
+        command.arg("--set").arg(format!("run.dir={}", run.display())).args(["--set", "selfplay.games=3"]);
+        command.stderr(std::process::Stdio::null()).spawn().unwrap()
+    };
+    let workers = [worker("alpha"), worker("beta")];
+    let output = command(&config, &run, &["selfplay.local=false"]).output().unwrap();
+    for mut worker in workers {
+        worker.kill().unwrap();
+        worker.wait().unwrap();
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(metric_iterations(&run), [1, 2]);
+    let files = game_files(&run);
+    let by = |name: &str| files.iter().filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(name)).count();
+    assert!(by("alpha-") > 0 && by("beta-") > 0 && by("local-") == 0, "{files:?}");
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().last().unwrap())
+            .unwrap();
+    assert!(line["games"].as_u64().unwrap() >= 6, "{line}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_capa-train"))
+        .args(["selfplay", "--worker", "local", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("worker name"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

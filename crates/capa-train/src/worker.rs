@@ -1,0 +1,117 @@
+//! Self-play workers: `capa-train selfplay` plays with the newest network of
+//! a run directory and writes its games there, for a trainer started with
+//! `selfplay.local = false` (on this machine or one sharing the directory).
+//!
+//! A worker's game files are `games/<network>/<worker>-<n>.capa`, `n`
+//! counting on from the worker's highest file, so a restarted worker never
+//! overwrites its own games and workers never overwrite each other's.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+use capa_net::{GameKind, NetEvaluator, NetGame};
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+
+use crate::config::RunConfig;
+use crate::run::Finish;
+use crate::selfplay::{SelfPlaySettings, mix, play};
+
+/// Plays until `stop` is raised (or `max_games` games are written).
+///
+/// # Errors
+/// A bad worker name, an unreadable network, a failing disk.
+pub fn work(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &AtomicBool) -> Result<Finish> {
+    if worker.is_empty()
+        || worker.starts_with("local")
+        || !worker.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        bail!("worker name {worker:?}: use letters, digits, - and _ (and not `local`, the trainer's own)");
+    }
+    match config.game.name {
+        GameKind::Capablanca => work_on::<Capablanca>(config, worker, max_games, stop),
+        GameKind::Chess => work_on::<Chess>(config, worker, max_games, stop),
+    }
+}
+
+fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &AtomicBool) -> Result<Finish> {
+    let dir = &config.run.dir;
+    let settings = SelfPlaySettings::new(&config.selfplay, config.game.ply_cap);
+    let mut next = next_number(dir, worker)?;
+    let mut written = 0u64;
+    let worker_seed = config.run.seed ^ worker.bytes().fold(0u64, |h, b| h.rotate_left(8) ^ u64::from(b));
+    let mut loaded: Option<(String, NetEvaluator<G>)> = None;
+    let mut waiting = false;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(Finish::Interrupted);
+        }
+        if max_games.is_some_and(|max| written >= max) {
+            return Ok(Finish::Completed);
+        }
+        let latest = match std::fs::read_to_string(dir.join("LATEST")) {
+            Ok(hash) => hash.trim().to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !waiting {
+                    eprintln!("waiting for a network in {} (start the trainer)", dir.display());
+                    waiting = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.join("LATEST").display())),
+        };
+        if loaded.as_ref().is_none_or(|(hash, _)| *hash != latest) {
+            let path = dir.join("nets").join(format!("{latest}.safetensors"));
+            let evaluator = NetEvaluator::<G>::from_file(&path, config.device())
+                .with_context(|| format!("cannot load {}", path.display()))?;
+            eprintln!("{worker}: playing with network {latest}");
+            loaded = Some((latest, evaluator));
+        }
+        let (network, evaluator) = loaded.as_ref().expect("just loaded");
+        let games_dir = dir.join("games").join(network);
+        std::fs::create_dir_all(&games_dir).with_context(|| format!("cannot create {}", games_dir.display()))?;
+        let games = match max_games {
+            Some(max) => u32::try_from(max - written).unwrap_or(u32::MAX).min(config.selfplay.games),
+            None => config.selfplay.games,
+        };
+        let first = next;
+        let stats =
+            play::<G, _>(evaluator, &settings, games, mix(worker_seed, first), network, stop, |index, record| {
+                let path = games_dir.join(format!("{worker}-{:08}.capa", first + u64::from(index)));
+                record.write(&path)?;
+                next = next.max(first + u64::from(index) + 1);
+                written += 1;
+                Ok(())
+            })?;
+        if stats.games > 0 {
+            eprintln!(
+                "{worker}: {} games, {:.1} plies/s, network {network}",
+                stats.games,
+                stats.plies as f64 / stats.seconds.max(1e-9)
+            );
+        }
+    }
+}
+
+/// One past the highest game number `worker` has written in `dir`.
+fn next_number(dir: &Path, worker: &str) -> Result<u64> {
+    let games = dir.join("games");
+    let mut next = 0;
+    let Ok(nets) = std::fs::read_dir(&games) else { return Ok(0) };
+    for net in nets {
+        let net = net?.path();
+        if !net.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&net).with_context(|| format!("cannot list {}", net.display()))? {
+            let name = file?.file_name().to_string_lossy().into_owned();
+            let number = name.strip_prefix(worker).and_then(|n| n.strip_prefix('-')?.strip_suffix(".capa"));
+            if let Some(number) = number.and_then(|n| n.parse::<u64>().ok()) {
+                next = next.max(number + 1);
+            }
+        }
+    }
+    Ok(next)
+}
