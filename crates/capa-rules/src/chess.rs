@@ -294,6 +294,10 @@ impl Game for Chess {
         Ok(m)
     }
 
+    fn san(&self, m: ChessMove) -> String {
+        shakmaty::san::SanPlus::from_move(self.pos.clone(), m.0).to_string()
+    }
+
     fn policy_map() -> &'static PolicyMap {
         &POLICY
     }

@@ -274,6 +274,11 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// [`MoveError`] when the text is not a move, or not a legal one.
     fn parse_uci(&self, uci: &str) -> Result<Self::Move, MoveError>;
 
+    /// Legal move `m` in standard algebraic notation, as PGN writes it:
+    /// piece letter, the least disambiguation, `x` for captures, `=Q` for
+    /// promotions, `O-O`/`O-O-O`, and `+` or `#`.
+    fn san(&self, m: Self::Move) -> String;
+
     /// The policy map of this game (shared by every position).
     fn policy_map() -> &'static PolicyMap;
 

@@ -7,3 +7,4 @@ mod outcome;
 mod perft;
 mod policy;
 mod properties;
+mod san;

@@ -101,7 +101,7 @@ pub fn arena<G: Game, A: Evaluator<G>, B: Evaluator<G>>(
             let mut trees = playing
                 .iter()
                 .map(|&g| {
-                    let seed = mix(settings.seed ^ 0x6172_656e_61, plies + g as u64);
+                    let seed = mix(settings.seed ^ 0x0061_7265_6e61, plies + g as u64);
                     let mut tree = Tree::new(games[g].0.clone(), settings.params.clone(), seed)?;
                     tree.start(Limits::playouts(settings.simulations), false)?;
                     Ok(tree)

@@ -8,6 +8,7 @@
 //! nets/<hash>.safetensors           every network that played, named by its content's hash
 //! LATEST                            hash of the newest network
 //! games/<hash>/local-i<iteration>-g<game>.capa    one game record per file
+//! pgn/iter-<iteration>.pgn          the same games for people (workers: pgn/<worker>-<n>.pgn)
 //! checkpoints/iter-<iteration>.safetensors        trainer state (weights, EMA, optimizer)
 //! checkpoints/latest.json           the last completed iteration: the commit point
 //! metrics.jsonl                     one line per completed iteration
@@ -28,7 +29,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use burn::prelude::*;
-use capa_data::{GameRecord, remove_stale_temporaries, write_atomically};
+use capa_data::{GameRecord, remove_stale_temporaries, to_pgn, write_atomically};
 use capa_mcts::Rng;
 use capa_net::{
     BackendTask, CapaAutodiffBackend, GameKind, Net, NetEvaluator, NetGame, Targets, Trainer, burn, load_checkpoint,
@@ -77,7 +78,7 @@ pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
 /// Creates the run directory, or checks that the config fits the run in it,
 /// and clears what killed writers left.
 fn prepare(config: &RunConfig, dir: &Path) -> Result<()> {
-    for sub in ["nets", "games", "checkpoints"] {
+    for sub in ["nets", "games", "checkpoints", "pgn"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
     }
     let saved_path = dir.join("config.toml");
@@ -217,6 +218,7 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     let evaluator = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let mut new_positions = 0usize;
+    let mut pgn = String::new();
     let stats = play::<G, _>(
         &evaluator,
         settings,
@@ -228,12 +230,15 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
             let path = games_dir.join(game_file_name(iteration, index));
             record.write(&path)?;
             new_positions += record.plies.iter().filter(|p| p.full_search).count();
+            pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{iteration}.{}", index + 1)));
             buffer.push(record);
             bar.inc(1);
             Ok(())
         },
     )?;
     bar.finish_and_clear();
+    let pgn_path = config.run.dir.join("pgn").join(format!("iter-{iteration:06}.pgn"));
+    write_atomically(&pgn_path, pgn.as_bytes()).with_context(|| format!("cannot write {}", pgn_path.display()))?;
     Ok((!stop.load(Ordering::Relaxed)).then_some((stats, new_positions)))
 }
 

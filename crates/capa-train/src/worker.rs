@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
+use capa_data::{to_pgn, write_atomically};
 use capa_net::{GameKind, NetEvaluator, NetGame};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -77,14 +78,22 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             None => config.selfplay.games,
         };
         let first = next;
-        let stats =
-            play::<G, _>(evaluator, &settings, games, mix(worker_seed, first), network, stop, |index, record| {
-                let path = games_dir.join(format!("{worker}-{:08}.capa", first + u64::from(index)));
-                record.write(&path)?;
-                next = next.max(first + u64::from(index) + 1);
-                written += 1;
-                Ok(())
-            })?;
+        let mut pgn = String::new();
+        let seed = mix(worker_seed, first);
+        let stats = play::<G, _>(evaluator, &settings, games, seed, network, stop, |index, record| {
+            let number = first + u64::from(index);
+            record.write(&games_dir.join(format!("{worker}-{number:08}.capa")))?;
+            pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{worker}.{number}")));
+            next = next.max(number + 1);
+            written += 1;
+            Ok(())
+        })?;
+        if !pgn.is_empty() {
+            let pgn_dir = dir.join("pgn");
+            std::fs::create_dir_all(&pgn_dir).with_context(|| format!("cannot create {}", pgn_dir.display()))?;
+            let path = pgn_dir.join(format!("{worker}-{first:08}.pgn"));
+            write_atomically(&path, pgn.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+        }
         if stats.games > 0 {
             eprintln!(
                 "{worker}: {} games, {:.1} plies/s, network {network}",

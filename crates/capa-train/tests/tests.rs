@@ -81,6 +81,14 @@ fn metric_iterations(run: &Path) -> Vec<u64> {
         .collect()
 }
 
+/// Polls `condition` for up to 10 minutes.
+fn wait_until(condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !condition() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn game_files(run: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for net in std::fs::read_dir(run.join("games")).unwrap() {
@@ -124,6 +132,9 @@ fn two_iterations_then_a_resumed_third() {
     assert_eq!(line["games"], 6);
     assert!(line["train"]["loss"].as_f64().unwrap() > 0.0);
     assert_eq!(line["train"]["steps"], 4);
+    let pgn = std::fs::read_to_string(run.join("pgn/iter-000002.pgn")).unwrap();
+    assert_eq!(pgn.matches("[Event ").count(), 6);
+    assert!(pgn.contains("[Variant \"capablanca\"]") && pgn.contains("1. "), "{pgn}");
     let latest = std::fs::read_to_string(run.join("LATEST")).unwrap();
     assert!(run.join("nets").join(format!("{latest}.safetensors")).exists());
 
@@ -178,15 +189,9 @@ fn sigkill_during_self_play_then_resume() {
         .spawn()
         .unwrap();
     // Kill once iteration 2 has written some of its games.
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let started = run.join("games").exists()
-            && game_files(&run).iter().any(|f| f.to_string_lossy().contains("local-i000002-g"));
-        if started || Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(|| {
+        run.join("games").exists() && game_files(&run).iter().any(|f| f.to_string_lossy().contains("local-i000002-g"))
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(metric_iterations(&run), [1]);
@@ -247,10 +252,7 @@ fn sigterm_stops_cleanly_and_the_run_continues() {
     let dir = scratch("sigterm");
     let (config, run) = (tiny(&dir), dir.join("run"));
     let child = command(&config, &run, &[]).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while !(run.join("games").exists() && !game_files(&run).is_empty()) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(|| run.join("games").exists() && !game_files(&run).is_empty());
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
@@ -286,6 +288,13 @@ fn workers_feed_a_trainer_through_the_run_directory() {
     let files = game_files(&run);
     let by = |name: &str| files.iter().filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(name)).count();
     assert!(by("alpha-") > 0 && by("beta-") > 0 && by("local-") == 0, "{files:?}");
+    assert!(
+        std::fs::read_dir(run.join("pgn")).unwrap().any(|f| f
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("alpha-"))
+    );
     let line: serde_json::Value =
         serde_json::from_str(std::fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().last().unwrap())
             .unwrap();

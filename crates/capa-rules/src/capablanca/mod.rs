@@ -872,6 +872,57 @@ impl Game for Capablanca {
             .ok_or_else(|| MoveError::Illegal { uci: uci.to_string(), fen: self.fen() })
     }
 
+    fn san(&self, m: Move) -> String {
+        let mut san = String::new();
+        match m.kind {
+            MoveKind::Castle => san.push_str(if m.to.file() > m.from.file() { "O-O" } else { "O-O-O" }),
+            _ => {
+                let role = self.piece_at(m.from).expect("a legal move moves a piece").role;
+                let capture = m.kind == MoveKind::EnPassant || self.piece_at(m.to).is_some();
+                if role == Role::Pawn {
+                    if capture {
+                        san.push(char::from(b'a' + m.from.file() as u8));
+                    }
+                } else {
+                    san.push(role.char().to_ascii_uppercase());
+                    let mut moves = MoveList::new();
+                    self.legal_moves(&mut moves);
+                    let rivals: Vec<Square> = moves
+                        .iter()
+                        .filter(|o| o.to == m.to && o.from != m.from && o.kind != MoveKind::Castle)
+                        .filter(|o| self.piece_at(o.from).is_some_and(|p| p.role == role))
+                        .map(|o| o.from)
+                        .collect();
+                    let name = m.from.to_string();
+                    let (file, rank) = name.split_at(1);
+                    if !rivals.is_empty() {
+                        if rivals.iter().all(|r| r.file() != m.from.file()) {
+                            san.push_str(file);
+                        } else if rivals.iter().all(|r| r.rank() != m.from.rank()) {
+                            san.push_str(rank);
+                        } else {
+                            san.push_str(&name);
+                        }
+                    }
+                }
+                if capture {
+                    san.push('x');
+                }
+                san.push_str(&m.to.to_string());
+                if let Some(role) = m.promotion() {
+                    san.push('=');
+                    san.push(role.char().to_ascii_uppercase());
+                }
+            }
+        }
+        let mut after = *self;
+        after.play(m);
+        if after.is_check() {
+            san.push(if after.count_legal_moves() == 0 { '#' } else { '+' });
+        }
+        san
+    }
+
     fn policy_map() -> &'static PolicyMap {
         &POLICY
     }

@@ -1,0 +1,151 @@
+//! Game records as PGN, for people and their viewers.
+//!
+//! Each move carries the search's view in its comment: `[%eval]` in pawns
+//! from White's side (the form Lichess and most viewers read), the root's
+//! win/draw/loss per mille for the side that moved (as engines report
+//! `wdl`), and the expected plies left. Fast searches are marked `fast`.
+
+use std::fmt::Write;
+
+use capa_rules::{Color, Game};
+
+use crate::record::{Ending, GameRecord};
+
+/// The game as one PGN game (tags, movetext, result), ending with a blank line.
+pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> String {
+    let result = match record.winner {
+        Some(Color::White) => "1-0",
+        Some(Color::Black) => "0-1",
+        None => "1/2-1/2",
+    };
+    let mut pgn = String::new();
+    let variant = if G::NAME == "chess" { None } else { Some(G::NAME) };
+    let mut tag = |name: &str, value: &str| {
+        let value = value.replace('\\', "\\\\").replace('"', "\\\"");
+        let _ = writeln!(pgn, "[{name} \"{value}\"]");
+    };
+    tag("Event", event);
+    tag("Site", "capa self-play");
+    tag("Round", round);
+    tag("White", &record.network);
+    tag("Black", &record.network);
+    tag("Result", result);
+    if let Some(variant) = variant {
+        tag("Variant", variant);
+    }
+    let start = record.start.fen();
+    if start != G::startpos().fen() {
+        tag("SetUp", "1");
+        tag("FEN", &start);
+    }
+    tag(
+        "Termination",
+        &match record.ending {
+            Ending::Resignation => "resignation".to_string(),
+            Ending::Rules(termination) => termination.to_string(),
+        },
+    );
+    pgn.push('\n');
+    let mut position = record.start.clone();
+    let mut line = String::new();
+    for (ply, (&m, search)) in record.moves.iter().zip(&record.plies).enumerate() {
+        let mover = position.turn();
+        let mut token = String::new();
+        if mover == Color::White || ply == 0 {
+            let number = position.ply() / 2 + 1;
+            let dots = if mover == Color::White { "." } else { "..." };
+            let _ = write!(token, "{number}{dots} ");
+        }
+        token.push_str(&position.san(m));
+        let root = search.root;
+        let white_q = if mover == Color::White { root.q } else { -root.q };
+        let per_mille = |v: f32| (v.clamp(0.0, 1.0) * 1000.0).round() as i32;
+        let (w, d) = ((1.0 + root.q - root.d) / 2.0, root.d);
+        let (w, d) = (per_mille(w), per_mille(d));
+        let _ = write!(
+            token,
+            " {{[%eval {:.2}] wdl {w}/{d}/{} ml {:.0}{}}}",
+            pawns(white_q),
+            1000 - w - d,
+            root.m,
+            if search.full_search { "" } else { " fast" }
+        );
+        if !line.is_empty() && line.len() + token.len() > 79 {
+            pgn.push_str(&line);
+            pgn.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&token);
+        position.play(m);
+    }
+    if !line.is_empty() && line.len() + result.len() > 79 {
+        pgn.push_str(&line);
+        pgn.push('\n');
+        line.clear();
+    }
+    if !line.is_empty() {
+        line.push(' ');
+    }
+    line.push_str(result);
+    pgn.push_str(&line);
+    pgn.push_str("\n\n");
+    pgn
+}
+
+/// Lc0's mapping from an expected score to centipawns, in pawns.
+fn pawns(q: f32) -> f64 {
+    let q = f64::from(q).clamp(-0.999, 0.999);
+    // + 0.0 turns -0 into 0, which prints without a sign.
+    111.714_640_912 * (1.562_068_842_1 * q).tan() / 100.0 + 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use capa_rules::capablanca::Capablanca;
+    use capa_rules::{Game, Termination};
+
+    use super::*;
+    use crate::record::{PlyRecord, Resignation, SearchValues};
+
+    #[test]
+    fn a_short_game_reads_as_pgn() {
+        let mut position = Capablanca::startpos();
+        let mut moves = Vec::new();
+        let mut plies = Vec::new();
+        for (uci, q) in [("e2e4", 0.1), ("e7e5", 0.0), ("b1c3", 0.2)] {
+            let m = position.parse_uci(uci).unwrap();
+            moves.push(m);
+            plies.push(PlyRecord {
+                full_search: uci != "e7e5",
+                root: SearchValues { q, d: 0.5, m: 60.0 },
+                best: SearchValues::default(),
+                visits: Vec::new(),
+            });
+            position.play(m);
+        }
+        let record = GameRecord {
+            start: Capablanca::startpos(),
+            network: "abc".to_string(),
+            moves,
+            plies,
+            winner: None,
+            ending: Ending::Rules(Termination::PlyCap),
+            resignation: Resignation::default(),
+        };
+        let pgn = to_pgn(&record, "capa \"run\"", "1.4");
+        assert!(pgn.starts_with("[Event \"capa \\\"run\\\"\"]\n"), "{pgn}");
+        assert!(
+            pgn.contains(
+                "[Variant \"capablanca\"]\n[Termination \"ply cap\"]\n\n1. e4 {[%eval 0.18] wdl 300/500/200 ml 60}\n\
+                 e5 {[%eval 0.00] wdl 250/500/250 ml 60 fast}\n2. Nc3 {[%eval 0.36] wdl 350/500/150 ml 60} 1/2-1/2\n\n"
+            ),
+            "{pgn}"
+        );
+        assert!(pgn.ends_with("1/2-1/2\n\n"), "{pgn}");
+        assert!(pgn.lines().all(|line| line.len() <= 80), "{pgn}");
+        assert!(!pgn.contains("[FEN"));
+    }
+}
