@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # capa's test command (what .ci/run calls): installs the reference engines the
-# cross-checks need where they are missing, then runs every test in release
+# cross-checks need and the S3-compatible server the object-store test needs
+# where they are missing, then runs every test in release
 # mode (deep perft lines need optimised code).
 #
 #   scripts/test.sh                     # everything CI runs
 #   CAPA_SKIP_ENGINE_TESTS=1 scripts/test.sh   # without engines (not for CI)
+#   CAPA_SKIP_S3_TESTS=1 scripts/test.sh       # without the S3 server (not for CI)
 #   scripts/test.sh -- --ignored deep   # extra arguments go to the test binaries
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,24 @@ if [ ${#missing[@]} -gt 0 ] && [ "${CAPA_SKIP_ENGINE_TESTS:-}" != 1 ]; then
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y "${missing[@]}"
+fi
+
+# The object-store test runs a trainer and a worker against an S3-compatible
+# server on loopback: moto's, from PyPI, in a virtual environment of its own.
+if ! have moto_server && [ -z "${CAPA_MOTO_SERVER:-}" ] && [ "${CAPA_SKIP_S3_TESTS:-}" != 1 ]; then
+  venv="${XDG_CACHE_HOME:-$HOME/.cache}/capa/moto"
+  if [ ! -x "$venv/bin/moto_server" ]; then
+    echo "installing moto[server] (PyPI) into $venv for the object-store test" >&2
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+      sudo=""
+      [ "$(id -u)" = 0 ] || sudo="sudo"
+      $sudo apt-get update
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y python3-venv python3-pip
+      python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install --quiet 'moto[server]'
+  fi
+  export CAPA_MOTO_SERVER="$venv/bin/moto_server"
 fi
 
 cargo test --workspace --release --locked "$@"

@@ -47,7 +47,7 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
     );
     pgn.push('\n');
     let mut position = record.start.clone();
-    let mut line = String::new();
+    let mut tokens = Vec::with_capacity(record.moves.len() + 1);
     for (ply, (&m, search)) in record.moves.iter().zip(&record.plies).enumerate() {
         let mover = position.turn();
         let mut token = String::new();
@@ -60,8 +60,7 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
         let root = search.root;
         let white_q = if mover == Color::White { root.q } else { -root.q };
         let per_mille = |v: f32| (v.clamp(0.0, 1.0) * 1000.0).round() as i32;
-        let (w, d) = ((1.0 + root.q - root.d) / 2.0, root.d);
-        let (w, d) = (per_mille(w), per_mille(d));
+        let (w, d) = (per_mille((1.0 + root.q - root.d) / 2.0), per_mille(root.d));
         let _ = write!(
             token,
             " {{[%eval {:.2}] wdl {w}/{d}/{} ml {:.0}{}}}",
@@ -70,7 +69,14 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
             root.m,
             if search.full_search { "" } else { " fast" }
         );
-        if !line.is_empty() && line.len() + token.len() > 79 {
+        tokens.push(token);
+        position.play(m);
+    }
+    tokens.push(result.to_string());
+    // Movetext lines of at most 79 characters (PGN's export format asks for 80).
+    let mut line = String::new();
+    for token in tokens {
+        if !line.is_empty() && line.len() + 1 + token.len() > 79 {
             pgn.push_str(&line);
             pgn.push('\n');
             line.clear();
@@ -79,17 +85,7 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
             line.push(' ');
         }
         line.push_str(&token);
-        position.play(m);
     }
-    if !line.is_empty() && line.len() + result.len() > 79 {
-        pgn.push_str(&line);
-        pgn.push('\n');
-        line.clear();
-    }
-    if !line.is_empty() {
-        line.push(' ');
-    }
-    line.push_str(result);
     pgn.push_str(&line);
     pgn.push_str("\n\n");
     pgn

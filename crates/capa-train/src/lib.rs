@@ -8,6 +8,7 @@ mod arena;
 mod buffer;
 mod config;
 mod run;
+mod rundir;
 mod selfplay;
 mod worker;
 
@@ -18,5 +19,6 @@ pub use config::{
     TrainSection,
 };
 pub use run::{Finish, run};
+pub use rundir::{Entry, RunDir};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};
 pub use worker::work;

@@ -1,7 +1,7 @@
 //! The loop: self-play -> replay buffer -> training -> network and
 //! checkpoint -> metrics, iteration after iteration, resumable.
 //!
-//! The run directory:
+//! The run directory (a local path or an object store, see [`RunDir`]):
 //!
 //! ```text
 //! config.toml                       the config (resume checks the game and the architecture)
@@ -20,16 +20,14 @@
 //! the seed and the iteration, so a resumed run continues as it would have.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::marker::PhantomData;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use burn::prelude::*;
-use capa_data::{GameRecord, remove_stale_temporaries, to_pgn, write_atomically};
+use capa_data::{GameRecord, to_pgn};
 use capa_mcts::Rng;
 use capa_net::{
     BackendTask, CapaAutodiffBackend, GameKind, Net, NetEvaluator, NetGame, Targets, Trainer, burn, load_checkpoint,
@@ -42,7 +40,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::buffer::{HostBatch, ReplayBuffer};
 use crate::config::RunConfig;
+use crate::rundir::{Entry, RunDir};
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, mix, play};
+
+/// The saved config.
+const CONFIG: &str = "config.toml";
+/// The commit point of an iteration.
+const COMMIT: &str = "checkpoints/latest.json";
+/// One JSON line per iteration.
+const METRICS: &str = "metrics.jsonl";
 
 /// How a run ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -67,28 +73,26 @@ struct Latest {
 /// Anything that stops the run: a config that does not match the run
 /// directory's, an unreadable checkpoint, a failing device or disk.
 pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
-    let dir = &config.run.dir;
-    prepare(config, dir)?;
+    let dir = RunDir::open(&config.run.dir)?;
+    prepare(config, &dir)?;
     match config.game.name {
-        GameKind::Capablanca => with_backend(config.device(), Loop::<Capablanca>::new(config, stop))?,
-        GameKind::Chess => with_backend(config.device(), Loop::<Chess>::new(config, stop))?,
+        GameKind::Capablanca => with_backend(config.device(), Loop::<Capablanca>::new(config, &dir, stop))?,
+        GameKind::Chess => with_backend(config.device(), Loop::<Chess>::new(config, &dir, stop))?,
     }
 }
 
-/// Creates the run directory, or checks that the config fits the run in it,
-/// and clears what killed writers left.
-fn prepare(config: &RunConfig, dir: &Path) -> Result<()> {
-    for sub in ["nets", "games", "checkpoints", "pgn"] {
-        std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
-    }
-    let saved_path = dir.join("config.toml");
-    if saved_path.exists() {
-        let saved = RunConfig::load(&saved_path, &[])
-            .with_context(|| format!("the run directory's config {} is unreadable", saved_path.display()))?;
+/// Checks that the config fits the run already in `dir` (if any), clears
+/// what killed writers left, and saves the config.
+fn prepare(config: &RunConfig, dir: &RunDir) -> Result<()> {
+    if let Some(saved) = dir.read(CONFIG)? {
+        let saved = String::from_utf8(saved)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| RunConfig::parse(&text, &[]))
+            .with_context(|| format!("the run's {CONFIG} in {} is unreadable", dir.location()))?;
         if saved.game.name != config.game.name {
             bail!(
                 "{} plays {}, this config {}: use another run.dir for another game",
-                dir.display(),
+                dir.location(),
                 saved.game.name.name(),
                 config.game.name.name()
             );
@@ -98,27 +102,27 @@ fn prepare(config: &RunConfig, dir: &Path) -> Result<()> {
             bail!(
                 "the network in {} is {was:?}; this config asks for {now:?}. The architecture cannot change \
                  during a run: restore the [net] section or use another run.dir",
-                dir.display()
+                dir.location()
             );
         }
     }
-    let removed = remove_stale_temporaries(dir).with_context(|| format!("cannot clean {}", dir.display()))?;
+    let removed = dir.remove_stale_temporaries()?;
     if removed > 0 {
         eprintln!("removed {removed} temporary file(s) a killed run left");
     }
-    write_atomically(&saved_path, config.to_toml().as_bytes())
-        .with_context(|| format!("cannot write {}", saved_path.display()))
+    dir.write(CONFIG, config.to_toml().as_bytes())
 }
 
 struct Loop<'a, G> {
     config: &'a RunConfig,
+    dir: &'a RunDir,
     stop: &'a AtomicBool,
     _game: PhantomData<G>,
 }
 
 impl<'a, G> Loop<'a, G> {
-    fn new(config: &'a RunConfig, stop: &'a AtomicBool) -> Self {
-        Loop { config, stop, _game: PhantomData }
+    fn new(config: &'a RunConfig, dir: &'a RunDir, stop: &'a AtomicBool) -> Self {
+        Loop { config, dir, stop, _game: PhantomData }
     }
 }
 
@@ -126,16 +130,17 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
     type Output = Result<Finish>;
 
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Result<Finish> {
-        let Loop { config, stop, .. } = self;
-        let dir = &config.run.dir;
-        let latest_path = dir.join("checkpoints/latest.json");
-        let (mut trainer, first_iteration, mut network) = match read_latest(&latest_path)? {
+        let Loop { config, dir, stop, .. } = self;
+        let (mut trainer, first_iteration, mut network) = match read_latest(dir)? {
             Some(latest) => {
-                let path = dir.join("checkpoints").join(&latest.checkpoint);
+                let key = format!("checkpoints/{}", latest.checkpoint);
+                let path = dir
+                    .local_copy(&key)?
+                    .with_context(|| format!("{COMMIT} in {} names {key}, which is missing", dir.location()))?;
                 let trainer = load_checkpoint::<B>(&path, config.optimizer.clone(), &device)
-                    .with_context(|| format!("cannot resume from {}", path.display()))?;
-                eprintln!("resuming {} after iteration {}", dir.display(), latest.iteration);
-                truncate_metrics(&dir.join("metrics.jsonl"), latest.iteration)?;
+                    .with_context(|| format!("cannot resume from {key} in {}", dir.location()))?;
+                eprintln!("resuming {} after iteration {}", dir.location(), latest.iteration);
+                truncate_metrics(dir, latest.iteration)?;
                 (trainer, latest.iteration + 1, latest.network)
             }
             None => {
@@ -146,20 +151,21 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
                 (trainer, 1, network)
             }
         };
-        let (mut buffer, mut seen) = rebuild_buffer::<G>(config, first_iteration)?;
+        let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
         let settings = SelfPlaySettings::new(&config.selfplay, config.game.ply_cap);
         let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
         for iteration in first_iteration..=last {
             let started = Instant::now();
             // Self-play with the newest network, or the workers' games.
             let played = if config.selfplay.local {
-                play_locally(config, &settings, &trainer, &device, &mut buffer, iteration, &network, stop)?
+                play_locally(config, dir, &settings, &trainer, &device, &mut buffer, iteration, &network, stop)?
             } else {
-                collect_worker_games(config, &mut buffer, &mut seen, stop)?
+                collect_worker_games(config, dir, &mut buffer, &mut seen, stop)?
             };
-            let Some((stats, new_positions)) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
+            let Some(stats) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
                 return Ok(Finish::Interrupted);
             };
+            let new_positions = stats.full_plies as usize;
             let selfplay_seconds = started.elapsed().as_secs_f64();
 
             // Training.
@@ -173,24 +179,22 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
             let saved = Instant::now();
             network = publish_net(&trainer.inference_net(), dir)?;
             let checkpoint = format!("iter-{iteration:06}.safetensors");
-            save_checkpoint(&trainer, &dir.join("checkpoints").join(&checkpoint))?;
+            dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(&trainer, path)?))?;
             let latest = Latest { iteration, checkpoint, network: network.clone() };
-            write_atomically(&latest_path, serde_json::to_string_pretty(&latest)?.as_bytes())
-                .with_context(|| format!("cannot write {}", latest_path.display()))?;
+            dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
             prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)?;
             let checkpoint_seconds = saved.elapsed().as_secs_f64();
 
             let metrics = Metrics::new(
                 iteration,
                 &stats,
-                new_positions,
                 &buffer,
                 &report,
                 config,
                 [selfplay_seconds, train_seconds, checkpoint_seconds],
                 &network,
             );
-            append_metrics(&dir.join("metrics.jsonl"), &metrics)?;
+            dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
             eprintln!("{}", metrics.summary());
             for warning in warnings(config, new_positions) {
                 eprintln!("warning: {warning}");
@@ -205,6 +209,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 #[allow(clippy::too_many_arguments)]
 fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
+    dir: &RunDir,
     settings: &SelfPlaySettings,
     trainer: &Trainer<B>,
     device: &B::Device,
@@ -212,12 +217,10 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     iteration: u64,
     network: &str,
     stop: &AtomicBool,
-) -> Result<Option<(SelfPlayStats, usize)>> {
-    let games_dir = config.run.dir.join("games").join(network);
-    std::fs::create_dir_all(&games_dir).with_context(|| format!("cannot create {}", games_dir.display()))?;
+) -> Result<Option<SelfPlayStats>> {
     let evaluator = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
-    let mut new_positions = 0usize;
+    let (started, mut plies) = (Instant::now(), 0usize);
     let mut pgn = String::new();
     let stats = play::<G, _>(
         &evaluator,
@@ -227,9 +230,9 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
         network,
         stop,
         |index, record| {
-            let path = games_dir.join(game_file_name(iteration, index));
-            record.write(&path)?;
-            new_positions += record.plies.iter().filter(|p| p.full_search).count();
+            dir.write(&format!("games/{network}/{}", game_file_name(iteration, index)), &record.to_bytes())?;
+            plies += record.plies.len();
+            bar.set_message(format!("{:.1} plies/s", plies as f64 / started.elapsed().as_secs_f64()));
             pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{iteration}.{}", index + 1)));
             buffer.push(record);
             bar.inc(1);
@@ -237,9 +240,8 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
         },
     )?;
     bar.finish_and_clear();
-    let pgn_path = config.run.dir.join("pgn").join(format!("iter-{iteration:06}.pgn"));
-    write_atomically(&pgn_path, pgn.as_bytes()).with_context(|| format!("cannot write {}", pgn_path.display()))?;
-    Ok((!stop.load(Ordering::Relaxed)).then_some((stats, new_positions)))
+    dir.write(&format!("pgn/iter-{iteration:06}.pgn"), pgn.as_bytes())?;
+    Ok((!stop.load(Ordering::Relaxed)).then_some(stats))
 }
 
 /// A game file's name: the iteration, then the game, so names sort in play order.
@@ -252,59 +254,55 @@ fn game_file_iteration(name: &str) -> Option<u64> {
     name.strip_prefix("local-i")?.split('-').next()?.parse().ok()
 }
 
-/// A game file in the run directory.
-struct GameFile {
-    path: PathBuf,
-    name: String,
-    modified: std::time::SystemTime,
+/// Every game file of the run, oldest first (by modification time, then key).
+pub(crate) fn list_games(dir: &RunDir) -> Result<Vec<Entry>> {
+    let mut files = dir.list("games")?;
+    files.retain(|file| file.key.ends_with(".capa"));
+    files.sort_by(|a, b| (a.modified, &a.key).cmp(&(b.modified, &b.key)));
+    Ok(files)
 }
 
-/// Every game file of the run, oldest first (by modification time, then name).
-fn list_games(dir: &Path) -> Result<Vec<GameFile>> {
-    let games = dir.join("games");
-    let mut files = Vec::new();
-    for net in std::fs::read_dir(&games).with_context(|| format!("cannot list {}", games.display()))? {
-        let net = net?.path();
-        if !net.is_dir() {
-            continue;
-        }
-        for file in std::fs::read_dir(&net).with_context(|| format!("cannot list {}", net.display()))? {
-            let file = file?;
-            let name = file.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".capa") && !name.starts_with('.') {
-                let modified = file.metadata()?.modified()?;
-                files.push(GameFile { path: file.path(), name, modified });
-            }
+/// The file name part of a key.
+pub(crate) fn file_name(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}
+
+/// Reads a game file; a damaged one is reported and skipped.
+fn read_game<G: NetGame>(dir: &RunDir, key: &str) -> Result<Option<GameRecord<G>>> {
+    let Some(bytes) = dir.read(key)? else { return Ok(None) };
+    match GameRecord::<G>::from_bytes(&bytes) {
+        Ok(record) => Ok(Some(record)),
+        Err(e) => {
+            eprintln!("warning: skipping {key} in {}: {e}", dir.location());
+            Ok(None)
         }
     }
-    files.sort_by(|a, b| (a.modified, &a.name).cmp(&(b.modified, &b.name)));
-    Ok(files)
 }
 
 /// The newest games of the run, enough to fill the window, into a buffer,
 /// and the set of every game file seen. The trainer's own games of an
 /// iteration that never completed are removed: it is played again.
-fn rebuild_buffer<G: NetGame>(config: &RunConfig, first_iteration: u64) -> Result<(ReplayBuffer<G>, HashSet<PathBuf>)> {
-    let mut files = list_games(&config.run.dir)?;
-    files.retain(|file| match game_file_iteration(&file.name) {
-        Some(iteration) if iteration >= first_iteration => {
-            let _ = std::fs::remove_file(&file.path);
-            false
+fn rebuild_buffer<G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    first_iteration: u64,
+) -> Result<(ReplayBuffer<G>, HashSet<String>)> {
+    let mut files = Vec::new();
+    for file in list_games(dir)? {
+        match game_file_iteration(file_name(&file.key)) {
+            Some(iteration) if iteration >= first_iteration => dir.remove(&file.key)?,
+            _ => files.push(file),
         }
-        _ => true,
-    });
+    }
     let mut newest = Vec::new();
     let mut positions = 0;
     for file in files.iter().rev() {
         if positions >= config.buffer.window {
             break;
         }
-        match GameRecord::<G>::read(&file.path) {
-            Ok(record) => {
-                positions += record.plies.iter().filter(|p| p.full_search).count();
-                newest.push(record);
-            }
-            Err(e) => eprintln!("warning: skipping a game: {e}"),
+        if let Some(record) = read_game::<G>(dir, &file.key)? {
+            positions += record.plies.iter().filter(|p| p.full_search).count();
+            newest.push(record);
         }
     }
     let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, config.train.value_q_weight);
@@ -312,9 +310,9 @@ fn rebuild_buffer<G: NetGame>(config: &RunConfig, first_iteration: u64) -> Resul
         buffer.push(record);
     }
     if buffer.games() > 0 {
-        eprintln!("replay buffer: {} positions from {} games on disk", buffer.positions(), buffer.games());
+        eprintln!("replay buffer: {} positions from {} games in the run", buffer.positions(), buffer.games());
     }
-    Ok((buffer, files.into_iter().map(|file| file.path).collect()))
+    Ok((buffer, files.into_iter().map(|file| file.key).collect()))
 }
 
 /// Without local self-play: waits until workers have written
@@ -322,15 +320,15 @@ fn rebuild_buffer<G: NetGame>(config: &RunConfig, first_iteration: u64) -> Resul
 /// to the buffer. `None` when stopped while waiting.
 fn collect_worker_games<G: NetGame>(
     config: &RunConfig,
+    dir: &RunDir,
     buffer: &mut ReplayBuffer<G>,
-    seen: &mut HashSet<PathBuf>,
+    seen: &mut HashSet<String>,
     stop: &AtomicBool,
-) -> Result<Option<(SelfPlayStats, usize)>> {
+) -> Result<Option<SelfPlayStats>> {
     let started = Instant::now();
     let mut announced = false;
     let fresh = loop {
-        let fresh: Vec<GameFile> =
-            list_games(&config.run.dir)?.into_iter().filter(|file| !seen.contains(&file.path)).collect();
+        let fresh: Vec<Entry> = list_games(dir)?.into_iter().filter(|file| !seen.contains(&file.key)).collect();
         if fresh.len() >= config.selfplay.games as usize {
             break fresh;
         }
@@ -342,27 +340,22 @@ fn collect_worker_games<G: NetGame>(
                 "waiting for self-play workers: {} of {} new games in {}",
                 fresh.len(),
                 config.selfplay.games,
-                config.run.dir.join("games").display()
+                dir.location()
             );
             announced = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
     };
     let mut stats = SelfPlayStats::default();
-    let mut new_positions = 0;
     for file in fresh {
-        seen.insert(file.path.clone());
-        match GameRecord::<G>::read(&file.path) {
-            Ok(record) => {
-                stats.count(&record);
-                new_positions += record.plies.iter().filter(|p| p.full_search).count();
-                buffer.push(record);
-            }
-            Err(e) => eprintln!("warning: skipping a game: {e}"),
+        if let Some(record) = read_game::<G>(dir, &file.key)? {
+            stats.count(&record);
+            buffer.push(record);
         }
+        seen.insert(file.key);
     }
     stats.seconds = started.elapsed().as_secs_f64();
-    Ok(Some((stats, new_positions)))
+    Ok(Some(stats))
 }
 
 /// Averages over an iteration's training steps.
@@ -464,19 +457,20 @@ fn to_tensors<B: CapaAutodiffBackend, G: NetGame>(batch: HostBatch, device: &B::
     (planes, targets)
 }
 
-/// Saves the network under its content's hash and points `LATEST` at it.
-fn publish_net<B: capa_net::CapaBackend>(net: &Net<B>, dir: &Path) -> Result<String> {
-    let pending = dir.join("nets/pending.safetensors");
-    save_net(net, &pending)?;
-    let bytes = std::fs::read(&pending).with_context(|| format!("cannot read {}", pending.display()))?;
+/// Saves the network under its hash and points `LATEST` at it.
+fn publish_net<B: capa_net::CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
+    let staged = std::env::temp_dir().join(format!("capa-net-{}.safetensors", std::process::id()));
+    save_net(net, &staged)?;
+    let bytes = std::fs::read(&staged).with_context(|| format!("cannot read {}", staged.display()));
+    let _ = std::fs::remove_file(&staged);
+    let bytes = bytes?;
     // The safetensors header's metadata comes in no fixed order: name the
     // network by its architecture and its weights (what follows the header).
     let header = bytes.get(..8).map_or(0, |len| u64::from_le_bytes(len.try_into().expect("8 bytes")));
     let weights = bytes.get(8 + header as usize..).unwrap_or_default();
     let hash = format!("{:016x}", fnv1a(format!("{:?}", net.config()).as_bytes().iter().chain(weights)));
-    let path = dir.join("nets").join(format!("{hash}.safetensors"));
-    std::fs::rename(&pending, &path).with_context(|| format!("cannot rename to {}", path.display()))?;
-    write_atomically(&dir.join("LATEST"), hash.as_bytes()).context("cannot write LATEST")?;
+    dir.write(&format!("nets/{hash}.safetensors"), &bytes)?;
+    dir.publish_latest(&hash)?;
     Ok(hash)
 }
 
@@ -485,31 +479,27 @@ fn fnv1a<'a>(bytes: impl IntoIterator<Item = &'a u8>) -> u64 {
     bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
-fn read_latest(path: &Path) -> Result<Option<Latest>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
-    }
+fn read_latest(dir: &RunDir) -> Result<Option<Latest>> {
+    let Some(bytes) = dir.read(COMMIT)? else { return Ok(None) };
+    let latest =
+        serde_json::from_slice(&bytes).with_context(|| format!("{COMMIT} in {} is damaged", dir.location()))?;
+    Ok(Some(latest))
 }
 
 /// Keeps the latest checkpoint and the newest `keep` whose iteration is a multiple of `every`.
-fn prune_checkpoints(dir: &Path, latest: u64, every: u64, keep: usize) -> Result<()> {
-    let checkpoints = dir.join("checkpoints");
-    let mut numbered: Vec<(u64, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(&checkpoints).with_context(|| format!("cannot list {}", checkpoints.display()))? {
-        let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let iteration = name.strip_prefix("iter-").and_then(|n| n.strip_suffix(".safetensors"));
+fn prune_checkpoints(dir: &RunDir, latest: u64, every: u64, keep: usize) -> Result<()> {
+    let mut numbered: Vec<(u64, String)> = Vec::new();
+    for entry in dir.list("checkpoints")? {
+        let iteration = file_name(&entry.key).strip_prefix("iter-").and_then(|n| n.strip_suffix(".safetensors"));
         if let Some(iteration) = iteration.and_then(|n| n.parse::<u64>().ok()) {
-            numbered.push((iteration, path));
+            numbered.push((iteration, entry.key));
         }
     }
     numbered.sort();
     let kept: Vec<u64> = numbered.iter().map(|(i, _)| *i).filter(|i| i % every == 0).rev().take(keep).collect();
-    for (iteration, path) in numbered {
+    for (iteration, key) in numbered {
         if iteration != latest && !kept.contains(&iteration) {
-            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+            dir.remove(&key)?;
         }
     }
     Ok(())
@@ -544,7 +534,6 @@ impl Metrics {
     fn new<G: NetGame>(
         iteration: u64,
         stats: &SelfPlayStats,
-        new_positions: usize,
         buffer: &ReplayBuffer<G>,
         train: &TrainReport,
         config: &RunConfig,
@@ -552,6 +541,7 @@ impl Metrics {
         network: &str,
     ) -> Metrics {
         let per_second = |n: u64| n as f64 / stats.seconds.max(1e-9);
+        let new_positions = stats.full_plies as usize;
         Metrics {
             iteration,
             network: network.to_string(),
@@ -627,21 +617,11 @@ fn warnings(config: &RunConfig, new_positions: usize) -> Vec<String> {
     warnings
 }
 
-fn append_metrics(path: &Path, metrics: &Metrics) -> Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    writeln!(file, "{}", serde_json::to_string(metrics)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.sync_all().with_context(|| format!("cannot sync {}", path.display()))
-}
-
 /// Keeps the metric lines of completed iterations (a killed run may have
 /// left a partial line or one of an iteration that never committed).
-fn truncate_metrics(path: &Path, completed: u64) -> Result<()> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Ok(()) };
+fn truncate_metrics(dir: &RunDir, completed: u64) -> Result<()> {
+    let Some(bytes) = dir.read(METRICS)? else { return Ok(()) };
+    let text = String::from_utf8_lossy(&bytes);
     let kept: String = text
         .lines()
         .filter(|line| {
@@ -653,7 +633,7 @@ fn truncate_metrics(path: &Path, completed: u64) -> Result<()> {
         .map(|line| format!("{line}\n"))
         .collect();
     if kept != text {
-        write_atomically(path, kept.as_bytes()).with_context(|| format!("cannot rewrite {}", path.display()))?;
+        dir.write(METRICS, kept.as_bytes())?;
     }
     Ok(())
 }

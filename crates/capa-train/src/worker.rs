@@ -6,17 +6,17 @@
 //! counting on from the worker's highest file, so a restarted worker never
 //! overwrites its own games and workers never overwrite each other's.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
-use capa_data::{to_pgn, write_atomically};
+use capa_data::to_pgn;
 use capa_net::{GameKind, NetEvaluator, NetGame};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 
 use crate::config::RunConfig;
-use crate::run::Finish;
+use crate::run::{Finish, file_name, list_games};
+use crate::rundir::RunDir;
 use crate::selfplay::{SelfPlaySettings, mix, play};
 
 /// Plays until `stop` is raised (or `max_games` games are written).
@@ -37,7 +37,7 @@ pub fn work(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &Ato
 }
 
 fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &AtomicBool) -> Result<Finish> {
-    let dir = &config.run.dir;
+    let dir = &RunDir::open(&config.run.dir)?;
     let settings = SelfPlaySettings::new(&config.selfplay, config.game.ply_cap);
     let mut next = next_number(dir, worker)?;
     let mut written = 0u64;
@@ -51,28 +51,24 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
         if max_games.is_some_and(|max| written >= max) {
             return Ok(Finish::Completed);
         }
-        let latest = match std::fs::read_to_string(dir.join("LATEST")) {
-            Ok(hash) => hash.trim().to_string(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if !waiting {
-                    eprintln!("waiting for a network in {} (start the trainer)", dir.display());
-                    waiting = true;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(500));
-                continue;
+        let Some(latest) = dir.read("LATEST")? else {
+            if !waiting {
+                eprintln!("waiting for a network in {} (start the trainer)", dir.location());
+                waiting = true;
             }
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.join("LATEST").display())),
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            continue;
         };
+        let latest = String::from_utf8_lossy(&latest).trim().to_string();
         if loaded.as_ref().is_none_or(|(hash, _)| *hash != latest) {
-            let path = dir.join("nets").join(format!("{latest}.safetensors"));
+            let key = format!("nets/{latest}.safetensors");
+            let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
             let evaluator = NetEvaluator::<G>::from_file(&path, config.device())
-                .with_context(|| format!("cannot load {}", path.display()))?;
+                .with_context(|| format!("cannot load {key} in {}", dir.location()))?;
             eprintln!("{worker}: playing with network {latest}");
             loaded = Some((latest, evaluator));
         }
         let (network, evaluator) = loaded.as_ref().expect("just loaded");
-        let games_dir = dir.join("games").join(network);
-        std::fs::create_dir_all(&games_dir).with_context(|| format!("cannot create {}", games_dir.display()))?;
         let games = match max_games {
             Some(max) => u32::try_from(max - written).unwrap_or(u32::MAX).min(config.selfplay.games),
             None => config.selfplay.games,
@@ -82,17 +78,14 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
         let seed = mix(worker_seed, first);
         let stats = play::<G, _>(evaluator, &settings, games, seed, network, stop, |index, record| {
             let number = first + u64::from(index);
-            record.write(&games_dir.join(format!("{worker}-{number:08}.capa")))?;
+            dir.write(&format!("games/{network}/{worker}-{number:08}.capa"), &record.to_bytes())?;
             pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{worker}.{number}")));
             next = next.max(number + 1);
             written += 1;
             Ok(())
         })?;
         if !pgn.is_empty() {
-            let pgn_dir = dir.join("pgn");
-            std::fs::create_dir_all(&pgn_dir).with_context(|| format!("cannot create {}", pgn_dir.display()))?;
-            let path = pgn_dir.join(format!("{worker}-{first:08}.pgn"));
-            write_atomically(&path, pgn.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            dir.write(&format!("pgn/{worker}-{first:08}.pgn"), pgn.as_bytes())?;
         }
         if stats.games > 0 {
             eprintln!(
@@ -105,22 +98,9 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
 }
 
 /// One past the highest game number `worker` has written in `dir`.
-fn next_number(dir: &Path, worker: &str) -> Result<u64> {
-    let games = dir.join("games");
-    let mut next = 0;
-    let Ok(nets) = std::fs::read_dir(&games) else { return Ok(0) };
-    for net in nets {
-        let net = net?.path();
-        if !net.is_dir() {
-            continue;
-        }
-        for file in std::fs::read_dir(&net).with_context(|| format!("cannot list {}", net.display()))? {
-            let name = file?.file_name().to_string_lossy().into_owned();
-            let number = name.strip_prefix(worker).and_then(|n| n.strip_prefix('-')?.strip_suffix(".capa"));
-            if let Some(number) = number.and_then(|n| n.parse::<u64>().ok()) {
-                next = next.max(number + 1);
-            }
-        }
-    }
-    Ok(next)
+fn next_number(dir: &RunDir, worker: &str) -> Result<u64> {
+    let numbers = list_games(dir)?.into_iter().filter_map(|file| {
+        file_name(&file.key).strip_prefix(worker)?.strip_prefix('-')?.strip_suffix(".capa")?.parse::<u64>().ok()
+    });
+    Ok(numbers.max().map_or(0, |n| n + 1))
 }

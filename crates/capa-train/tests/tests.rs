@@ -307,3 +307,121 @@ fn workers_feed_a_trainer_through_the_run_directory() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("worker name"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An S3-compatible server on loopback (moto's), killed on drop.
+struct S3Server {
+    child: std::process::Child,
+    endpoint: String,
+}
+
+impl S3Server {
+    /// Starts `moto_server` (or `$CAPA_MOTO_SERVER`) with a bucket `capa`.
+    /// `None` only when it is missing and `CAPA_SKIP_S3_TESTS=1`.
+    fn start() -> Option<S3Server> {
+        let program = std::env::var("CAPA_MOTO_SERVER").unwrap_or_else(|_| "moto_server".to_string());
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = match Command::new(&program)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        {
+            Ok(child) => child,
+            Err(_) if std::env::var("CAPA_SKIP_S3_TESTS").as_deref() == Ok("1") => return None,
+            Err(e) => panic!(
+                "cannot start {program} ({e}): install it with `pip install 'moto[server]'` (or set \
+                 CAPA_MOTO_SERVER, or CAPA_SKIP_S3_TESTS=1 to skip the object-store tests)"
+            ),
+        };
+        let server = S3Server { child, endpoint: format!("http://127.0.0.1:{port}") };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                use std::io::{Read, Write};
+                let request = format!(
+                    "PUT /capa HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                stream.write_all(request.as_bytes()).unwrap();
+                let mut response = String::new();
+                let _ = stream.read_to_string(&mut response);
+                assert!(response.starts_with("HTTP/1.1 200") || response.starts_with("HTTP/1.0 200"), "{response}");
+                return Some(server);
+            }
+            assert!(Instant::now() < deadline, "{program} did not start listening");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn options(&self) -> Vec<(String, String)> {
+        [
+            ("aws_endpoint", self.endpoint.as_str()),
+            ("aws_allow_http", "true"),
+            ("aws_access_key_id", "test"),
+            ("aws_secret_access_key", "test"),
+            ("aws_region", "us-east-1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec()
+    }
+
+    fn command(&self, args: &[&str], config: &Path, sets: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_capa-train"));
+        command.args(args).arg("--config").arg(config).args(["--set", "run.dir=s3://capa/run"]);
+        for set in sets {
+            command.arg("--set").arg(set);
+        }
+        for (key, value) in self.options() {
+            command.env(key.to_ascii_uppercase(), value);
+        }
+        command
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A worker and a trainer sharing a bucket, then a resumed run reading it all back.
+#[test]
+fn a_trainer_and_a_worker_share_an_s3_bucket() {
+    let Some(server) = S3Server::start() else { return };
+    let dir = scratch("s3");
+    let config = tiny(&dir);
+    let mut worker = server
+        .command(&["selfplay", "--worker", "remote"], &config, &["selfplay.games=3"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let output = server.command(&[], &config, &["selfplay.local=false"]).output().unwrap();
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("iteration 2:"), "{stderr}");
+
+    let output = server.command(&[], &config, &["run.iterations=3"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("resuming s3://capa/run after iteration 2") && stderr.contains("iteration 3:"), "{stderr}");
+
+    let run = capa_train::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
+    let games = run.list("games").unwrap();
+    assert!(games.iter().any(|g| g.key.contains("/remote-")) && games.iter().any(|g| g.key.contains("/local-i000003")));
+    let metrics = String::from_utf8(run.read("metrics.jsonl").unwrap().unwrap()).unwrap();
+    assert_eq!(metrics.lines().count(), 3);
+    let record = run.read(&games[0].key).unwrap().unwrap();
+    GameRecord::<Capablanca>::from_bytes(&record).unwrap();
+
+    // LATEST moves only from the version a writer last saw.
+    let other = capa_train::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
+    let current = String::from_utf8(other.read("LATEST").unwrap().unwrap()).unwrap();
+    run.read("LATEST").unwrap();
+    run.publish_latest("0000000000000000").unwrap();
+    let error = other.publish_latest(&current).unwrap_err().to_string();
+    assert!(error.contains("changed by another process"), "{error}");
+    run.publish_latest(&current).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

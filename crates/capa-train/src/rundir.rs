@@ -1,0 +1,360 @@
+//! The run directory: a local path, or an object store (`s3://`, `gs://`,
+//! `az://`, `file://`) through the `object_store` crate, so that a trainer
+//! and workers on many machines share one bucket with no server of ours.
+//!
+//! Files are named by keys relative to the run (`games/<net>/w-1.capa`).
+//! Every write replaces a whole file at once: locally through
+//! [`write_atomically`], in a store by a single PUT (which stores make
+//! atomic). `LATEST` is the one file two writers could race on; in a store
+//! it is replaced only if it is still the version this process last saw.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result, anyhow, bail};
+use capa_data::{remove_stale_temporaries, write_atomically};
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
+
+/// A file of the run.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Its key, relative to the run.
+    pub key: String,
+    /// When it was last written.
+    pub modified: SystemTime,
+}
+
+/// Where a run lives.
+pub struct RunDir {
+    location: String,
+    place: Place,
+}
+
+enum Place {
+    Local(PathBuf),
+    Store {
+        store: Box<dyn ObjectStore>,
+        prefix: StorePath,
+        runtime: tokio::runtime::Runtime,
+        /// Where files that capa-net reads or writes by path are staged.
+        staging: PathBuf,
+        /// The version of `LATEST` this process last read or wrote (`None`: absent).
+        latest: Mutex<Option<UpdateVersion>>,
+    },
+}
+
+const LATEST: &str = "LATEST";
+
+impl RunDir {
+    /// Opens `location`: a URL with a scheme `object_store` knows, or a local path.
+    /// Store credentials and options come from the environment as
+    /// `object_store` names them (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT`,
+    /// `AWS_ALLOW_HTTP`, `GOOGLE_SERVICE_ACCOUNT`, `AZURE_STORAGE_ACCOUNT_NAME`, ...).
+    ///
+    /// # Errors
+    /// A URL no store understands, or options the store refuses.
+    pub fn open(location: &Path) -> Result<RunDir> {
+        let options = std::env::vars().filter_map(|(key, value)| {
+            ["AWS_", "GOOGLE_", "AZURE_"].iter().any(|p| key.starts_with(p)).then(|| (key.to_ascii_lowercase(), value))
+        });
+        RunDir::open_with(location, options)
+    }
+
+    /// [`RunDir::open`] with the store's options given (`object_store`'s
+    /// keys, such as `aws_endpoint`), not taken from the environment.
+    ///
+    /// # Errors
+    /// As [`RunDir::open`].
+    pub fn open_with(location: &Path, options: impl IntoIterator<Item = (String, String)>) -> Result<RunDir> {
+        let text = location.to_string_lossy().into_owned();
+        let place = match text.split_once("://") {
+            Some(("file", path)) => Place::Local(PathBuf::from(path)),
+            Some(_) => {
+                let url = url::Url::parse(&text).with_context(|| format!("run.dir {text}: not a URL"))?;
+                let (store, prefix) = object_store::parse_url_opts(&url, options)
+                    .with_context(|| format!("run.dir {text}: cannot open the object store"))?;
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("cannot start the object store's I/O runtime")?;
+                let staging = std::env::temp_dir().join(format!("capa-run-{}", std::process::id()));
+                Place::Store { store, prefix, runtime, staging, latest: Mutex::new(None) }
+            }
+            None => Place::Local(location.to_path_buf()),
+        };
+        Ok(RunDir { location: text, place })
+    }
+
+    /// The location as the user gave it.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn local(root: &Path, key: &str) -> PathBuf {
+        root.join(key)
+    }
+
+    fn store_path(prefix: &StorePath, key: &str) -> StorePath {
+        key.split('/').fold(prefix.clone(), |path, part| path.child(part))
+    }
+
+    /// The file `key`, or `None` if there is none.
+    ///
+    /// # Errors
+    /// Any other failure to read it.
+    pub fn read(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let what = || format!("cannot read {} in {}", key, self.location);
+        match &self.place {
+            Place::Local(root) => match std::fs::read(Self::local(root, key)) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e).with_context(what),
+            },
+            Place::Store { store, prefix, runtime, latest, .. } => runtime.block_on(async {
+                match store.get(&Self::store_path(prefix, key)).await {
+                    Ok(result) => {
+                        if key == LATEST {
+                            let version = UpdateVersion { e_tag: result.meta.e_tag.clone(), version: None };
+                            *latest.lock().expect("not poisoned") = Some(version);
+                        }
+                        Ok(Some(result.bytes().await.with_context(what)?.to_vec()))
+                    }
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e).with_context(what),
+                }
+            }),
+        }
+    }
+
+    /// Replaces (or creates) the file `key` with `bytes`, all at once.
+    ///
+    /// # Errors
+    /// The failure to write it.
+    pub fn write(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        let what = || format!("cannot write {} in {}", key, self.location);
+        match &self.place {
+            Place::Local(root) => {
+                let path = Self::local(root, key);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).with_context(what)?;
+                }
+                write_atomically(&path, bytes).with_context(what)
+            }
+            Place::Store { store, prefix, runtime, .. } => runtime.block_on(async {
+                store.put(&Self::store_path(prefix, key), PutPayload::from(bytes.to_vec())).await.with_context(what)?;
+                Ok(())
+            }),
+        }
+    }
+
+    /// Points `LATEST` at `network`. In a store, only if `LATEST` is still
+    /// the version this process last read or wrote (on its first write, the
+    /// version there before): a second trainer on the same run is an error,
+    /// not a silent race.
+    ///
+    /// # Errors
+    /// The failure to write, or another writer's change.
+    pub fn publish_latest(&self, network: &str) -> Result<()> {
+        let Place::Store { store, prefix, runtime, latest, .. } = &self.place else {
+            return self.write(LATEST, network.as_bytes());
+        };
+        let mut seen = latest.lock().expect("not poisoned");
+        let path = Self::store_path(prefix, LATEST);
+        if seen.is_none() {
+            // The first write of this process: from the version there now.
+            *seen = match runtime.block_on(store.head(&path)) {
+                Ok(meta) => Some(UpdateVersion { e_tag: meta.e_tag, version: meta.version }),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => return Err(e).with_context(|| format!("cannot read {LATEST} in {}", self.location)),
+            };
+        }
+        let mode = match seen.clone() {
+            Some(version) => PutMode::Update(version),
+            None => PutMode::Create,
+        };
+        let options = PutOptions { mode, ..PutOptions::default() };
+        let put = runtime.block_on(store.put_opts(&path, PutPayload::from(network.as_bytes().to_vec()), options));
+        match put {
+            Ok(result) => {
+                *seen = Some(UpdateVersion { e_tag: result.e_tag, version: result.version });
+                Ok(())
+            }
+            Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => bail!(
+                "{LATEST} in {} was changed by another process: is a second trainer running on this run?",
+                self.location
+            ),
+            Err(e) => Err(e).with_context(|| format!("cannot write {LATEST} in {}", self.location)),
+        }
+    }
+
+    /// Appends `line` to the file `key` (a store rewrites the whole file).
+    ///
+    /// # Errors
+    /// The failure to read or write it.
+    pub fn append_line(&self, key: &str, line: &str) -> Result<()> {
+        match &self.place {
+            Place::Local(root) => {
+                use std::io::Write;
+                let path = Self::local(root, key);
+                let what = || format!("cannot append to {}", path.display());
+                let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).with_context(what)?;
+                writeln!(file, "{line}").with_context(what)?;
+                file.sync_all().with_context(what)
+            }
+            Place::Store { .. } => {
+                let mut text = self.read(key)?.unwrap_or_default();
+                text.extend_from_slice(line.as_bytes());
+                text.push(b'\n');
+                self.write(key, &text)
+            }
+        }
+    }
+
+    /// Removes the file `key`; one already gone is fine.
+    ///
+    /// # Errors
+    /// Any other failure.
+    pub fn remove(&self, key: &str) -> Result<()> {
+        let what = || format!("cannot remove {} in {}", key, self.location);
+        match &self.place {
+            Place::Local(root) => match std::fs::remove_file(Self::local(root, key)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(what),
+                _ => Ok(()),
+            },
+            Place::Store { store, prefix, runtime, .. } => {
+                match runtime.block_on(store.delete(&Self::store_path(prefix, key))) {
+                    Err(e) if !matches!(e, object_store::Error::NotFound { .. }) => Err(e).with_context(what),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Every file under `folder` (recursively), as keys relative to the run.
+    /// Temporary files of local writers are left out.
+    ///
+    /// # Errors
+    /// The failure to list.
+    pub fn list(&self, folder: &str) -> Result<Vec<Entry>> {
+        let what = || format!("cannot list {} in {}", folder, self.location);
+        match &self.place {
+            Place::Local(root) => {
+                let mut entries = Vec::new();
+                list_local(root, &Self::local(root, folder), &mut entries).with_context(what)?;
+                Ok(entries)
+            }
+            Place::Store { store, prefix, runtime, .. } => runtime.block_on(async {
+                use futures::StreamExt;
+                let under = Self::store_path(prefix, folder);
+                let mut stream = store.list(Some(&under));
+                let mut entries = Vec::new();
+                while let Some(meta) = stream.next().await {
+                    let meta = meta.with_context(what)?;
+                    let key = meta
+                        .location
+                        .prefix_match(prefix)
+                        .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
+                        .ok_or_else(|| anyhow!("{} is outside the run", meta.location))?;
+                    entries.push(Entry { key, modified: SystemTime::from(meta.last_modified) });
+                }
+                Ok(entries)
+            }),
+        }
+    }
+
+    /// Runs `save` on a local path and stores what it wrote as `key`:
+    /// capa-net writes its files by path.
+    ///
+    /// # Errors
+    /// `save`'s failure or the store's.
+    pub fn save_with(&self, key: &str, save: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+        match &self.place {
+            Place::Local(root) => {
+                let path = Self::local(root, key);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+                }
+                save(&path)
+            }
+            Place::Store { staging, .. } => {
+                let path = self.staged(staging, key)?;
+                save(&path)?;
+                let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+                let _ = std::fs::remove_file(&path);
+                self.write(key, &bytes)
+            }
+        }
+    }
+
+    /// A local path holding the file `key`, for capa-net to read by path
+    /// (in a store: downloaded into a staging folder); `None` if there is none.
+    ///
+    /// # Errors
+    /// The failure to read or stage it.
+    pub fn local_copy(&self, key: &str) -> Result<Option<PathBuf>> {
+        match &self.place {
+            Place::Local(root) => {
+                let path = Self::local(root, key);
+                Ok(path.exists().then_some(path))
+            }
+            Place::Store { staging, .. } => {
+                let Some(bytes) = self.read(key)? else { return Ok(None) };
+                let path = self.staged(staging, key)?;
+                write_atomically(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+                Ok(Some(path))
+            }
+        }
+    }
+
+    fn staged(&self, staging: &Path, key: &str) -> Result<PathBuf> {
+        std::fs::create_dir_all(staging).with_context(|| format!("cannot create {}", staging.display()))?;
+        Ok(staging.join(key.replace('/', "__")))
+    }
+
+    /// Removes what writers killed midway left (local runs; a store has no
+    /// partial objects). Returns how many.
+    ///
+    /// # Errors
+    /// The failure to list or remove.
+    pub fn remove_stale_temporaries(&self) -> Result<usize> {
+        match &self.place {
+            Place::Local(root) => {
+                remove_stale_temporaries(root).with_context(|| format!("cannot clean {}", root.display()))
+            }
+            Place::Store { .. } => Ok(0),
+        }
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if let Place::Store { staging, .. } = &self.place {
+            let _ = std::fs::remove_dir_all(staging);
+        }
+    }
+}
+
+fn list_local(root: &Path, dir: &Path, out: &mut Vec<Entry>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        let file_type = entry.file_type()?;
+        if file_type.is_dir() {
+            list_local(root, &path, out)?;
+        } else if !entry.file_name().to_string_lossy().starts_with('.') {
+            let key = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            // A file renamed or removed since the listing is simply not there.
+            if let Ok(meta) = entry.metadata() {
+                out.push(Entry { key, modified: meta.modified()? });
+            }
+        }
+    }
+    Ok(())
+}
