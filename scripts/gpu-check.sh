@@ -2,19 +2,21 @@
 # The checks that run on the device machine (one NVIDIA GPU and many CPU
 # cores; no Rust and no network there). Build here, strip, carry, run there:
 #
-#   cargo build --release --locked -p capa-cli --features cuda     # here
-#   strip target/release/capa                                      # the carried tree is limited to 64 MiB
-#   run: scripts/gpu-check.sh OUT_DIR   carry: target/release/capa
+#   cargo build --release --locked -p capa-cli -p capa-train --features cuda   # here
+#   strip target/release/capa target/release/capa-train             # the carried tree is limited to 64 MiB
+#   run: scripts/gpu-check.sh OUT_DIR   carry: target/release/capa target/release/capa-train
 #
 # Figures go to OUT_DIR (default $OUT, which the device tool brings back):
 #   net-cuda.txt        capa bench net on CUDA, small and typical configs
 #   net-vs-torch.txt    the same against PyTorch on the same GPU (when torch is there)
 #   search-scaling.txt  the search over the machine's cores
+#   train-cuda.txt      one iteration of configs/capablanca.toml (fewer games), metrics.jsonl
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-target/gpu-check}}
 mkdir -p "$OUT"
 capa=${CAPA:-target/release/capa}
+capa_train=${CAPA_TRAIN:-target/release/capa-train}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1 || true
 
 # The network on the GPU first: it is what this machine is for.
@@ -41,3 +43,14 @@ fi
     done
   done
 } 2>&1 | tee "$OUT/search-scaling.txt"
+
+# The trainer on the typical config: self-play positions per second, the
+# share of the network in self-play, training speed (one short iteration).
+if [ -x "$capa_train" ]; then
+  {
+    "$capa_train" --config configs/capablanca.toml --set run.dir="$OUT/train-run" --set run.iterations=1 \
+      --set selfplay.games=256 --set train.steps=50
+    cat "$OUT/train-run/metrics.jsonl"
+  } 2>&1 | tr '\r' '\n' | grep -v '^\s*$' | tail -20 | tee "$OUT/train-cuda.txt"
+  rm -rf "$OUT/train-run"
+fi

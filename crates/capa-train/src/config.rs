@@ -440,6 +440,22 @@ mod tests {
         format!("{:#}", RunConfig::parse(text, &sets).unwrap_err())
     }
 
+    /// Every shipped config is valid as written.
+    #[test]
+    fn the_configs_folder_is_valid() {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                RunConfig::load(&path, &[]).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                names.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        assert_eq!(names, ["capablanca.toml", "chess.toml", "tiny.toml"]);
+    }
+
     #[test]
     fn defaults_are_valid_and_round_trip() {
         let config = RunConfig::parse("", &[]).unwrap();
