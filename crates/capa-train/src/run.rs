@@ -12,6 +12,7 @@
 //! checkpoints/iter-<iteration>.safetensors        trainer state (weights, EMA, optimizer)
 //! checkpoints/latest.json           the last completed iteration: the commit point
 //! metrics.jsonl                     one line per completed iteration
+//! LOCK                              held by the one trainer of a local run
 //! ```
 //!
 //! An iteration counts once `checkpoints/latest.json` names it; everything
@@ -74,6 +75,7 @@ struct Latest {
 /// directory's, an unreadable checkpoint, a failing device or disk.
 pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
     let dir = RunDir::open(&config.run.dir)?;
+    let _only_trainer = dir.lock()?;
     prepare(config, &dir)?;
     match config.game.name {
         GameKind::Capablanca => with_backend(config.device(), Loop::<Capablanca>::new(config, &dir, stop))?,

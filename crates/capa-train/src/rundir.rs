@@ -313,6 +313,43 @@ impl RunDir {
         Ok(staging.join(key.replace('/', "__")))
     }
 
+    /// Makes this process the run's only trainer until the returned guard
+    /// is dropped (or the process ends, however it ends). Locally an
+    /// advisory lock on `LOCK`; a store relies on `LATEST`'s conditional
+    /// write instead (`None`).
+    ///
+    /// # Errors
+    /// Another process holds the run, or the lock file cannot be made.
+    pub fn lock(&self) -> Result<Option<std::fs::File>> {
+        let Place::Local(root) = &self.place else { return Ok(None) };
+        use std::io::{Read, Seek, Write};
+        use std::os::fd::AsRawFd;
+        std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+        let path = root.join("LOCK");
+        let what = || format!("cannot lock {}", path.display());
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(what)?;
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            bail!(
+                "another trainer (pid {}) is running on {}: stop it first, or use another run.dir",
+                holder.trim(),
+                self.location
+            );
+        }
+        file.set_len(0).with_context(what)?;
+        file.rewind().with_context(what)?;
+        write!(file, "{}", std::process::id()).with_context(what)?;
+        Ok(Some(file))
+    }
+
     /// Removes what writers killed midway left (local runs; a store has no
     /// partial objects). Returns how many.
     ///

@@ -253,6 +253,10 @@ fn sigterm_stops_cleanly_and_the_run_continues() {
     let (config, run) = (tiny(&dir), dir.join("run"));
     let child = command(&config, &run, &[]).stderr(std::process::Stdio::piped()).spawn().unwrap();
     wait_until(|| run.join("games").exists() && !game_files(&run).is_empty());
+    // A second trainer on the same run is refused, and touches nothing.
+    let second = command(&config, &run, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success() && stderr.contains("another trainer (pid"), "{stderr}");
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
