@@ -1,6 +1,8 @@
 //! `capa`: the command line around capa's crates.
 
 mod bench;
+mod matches;
+mod uci;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -20,6 +22,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Count the leaves of the legal-move tree (last ply counted in bulk, as engines do).
@@ -43,6 +47,99 @@ enum Command {
     Legal {
         #[command(flatten)]
         position: PositionArgs,
+    },
+    /// Run as a UCI engine on stdin and stdout: a network and the search.
+    ///
+    /// The network decides the game (announced as `UCI_Variant`). Options:
+    /// Threads (sizes the thread pool when the network first loads), MultiPV,
+    /// UCI_ShowWDL, CPuct, Contempt (draw aversion, -1 to 1), Temperature
+    /// (0 plays the most visited move), MoveOverhead (ms kept back from each
+    /// move's time), Backend and Device (the network reloads on the next
+    /// `isready` or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
+    /// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
+    /// Lines the engine cannot use are answered with `info string`.
+    Uci {
+        /// The network file: a run's `nets/<hash>.safetensors`, or any
+        /// network or checkpoint capa wrote.
+        #[arg(long)]
+        net: std::path::PathBuf,
+        /// The backend: `cpu`, `wgpu` or `cuda` (the last two need the cargo features of the same name).
+        #[arg(long, default_value = "cpu")]
+        backend: capa_net::BackendKind,
+        /// The device's index on the backend.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// Play games between two players and measure the Elo difference.
+    ///
+    /// A player is a network file (`.safetensors`, played through `capa uci`)
+    /// or a UCI engine command (`fairy-stockfish`, `stockfish`, `sjaakii`...).
+    /// Games come in pairs from one opening with the colours swapped. Each
+    /// game's line goes to stderr; the last line on stdout is
+    /// `A vs B: +W =D -L of N games, score S%, Elo E (95%: LOW to HIGH), T s`
+    /// (from A's side), followed by the SPRT's line with --sprt.
+    Match {
+        /// Player A: a network file or a UCI engine command.
+        a: String,
+        /// Player B: a network file or a UCI engine command.
+        b: String,
+        /// Games to play (rounded up to an even number).
+        #[arg(long, default_value_t = 100)]
+        games: u32,
+        /// Nodes per move (`go nodes`; playouts for a network). The default
+        /// limit when none is given: 800.
+        #[arg(long, group = "limit")]
+        nodes: Option<u64>,
+        /// Milliseconds per move (`go movetime`).
+        #[arg(long, group = "limit")]
+        movetime: Option<u64>,
+        /// A clock per game and player: `BASE+INC` in seconds, such as `10+0.1`.
+        /// Running out of time loses.
+        #[arg(long, group = "limit", value_parser = matches::parse_clock)]
+        tc: Option<matches::MoveLimit>,
+        /// The game, needed when neither player is a network.
+        #[arg(long, value_enum)]
+        variant: Option<Variant>,
+        /// Openings, one per line: UCI moves from the start position, or a
+        /// FEN optionally followed by `moves ...`; `#` starts a comment. They
+        /// are used in turn, each for a pair of games.
+        #[arg(long)]
+        openings: Option<std::path::PathBuf>,
+        /// Without --openings: plies of uniformly random moves that start each pair.
+        #[arg(long, default_value_t = 6)]
+        random_plies: u32,
+        /// Seeds the random openings.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Games played at once, each with its own two engine processes.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Write the games here as PGN (rewritten after each game).
+        #[arg(long)]
+        pgn: Option<std::path::PathBuf>,
+        /// Stop once a sequential probability ratio test decides:
+        /// `ELO0,ELO1` or `ELO0,ELO1,ALPHA,BETA` (alpha and beta default to 0.05).
+        #[arg(long, value_parser = matches::parse_sprt, allow_hyphen_values = true)]
+        sprt: Option<capa_data::Sprt>,
+        /// Plies after which a game is a draw; 0 leaves it to the rules.
+        #[arg(long, default_value_t = 0)]
+        ply_cap: u32,
+        /// A UCI option for player A, `NAME=VALUE` (repeatable), e.g. `UCI_Elo=1500`.
+        #[arg(long = "option-a", value_parser = matches::parse_option)]
+        option_a: Vec<(String, String)>,
+        /// A UCI option for player B, `NAME=VALUE` (repeatable).
+        #[arg(long = "option-b", value_parser = matches::parse_option)]
+        option_b: Vec<(String, String)>,
+        /// Seconds an engine may take to answer, beyond a move's own time;
+        /// one that takes longer loses the game.
+        #[arg(long, default_value_t = 60.0)]
+        timeout: f64,
+        /// The backend for network players: `cpu`, `wgpu` or `cuda`.
+        #[arg(long, default_value = "cpu")]
+        backend: capa_net::BackendKind,
+        /// The device's index on the backend, for network players.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
     },
     /// Measure a component; benches/ compares the figures with real peers.
     Bench {
@@ -129,6 +226,15 @@ enum Variant {
     Chess,
 }
 
+impl Variant {
+    fn kind(self) -> capa_net::GameKind {
+        match self {
+            Variant::Capablanca => capa_net::GameKind::Capablanca,
+            Variant::Chess => capa_net::GameKind::Chess,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -174,11 +280,58 @@ fn run(cli: Cli) -> Result<()> {
                 Variant::Chess => bench::search::<Chess>(&args),
             }
         }
-        Command::Bench { what: BenchCommand::Net { size, variant, backend, device, batch, seconds } } => {
-            let game = match variant {
-                Variant::Capablanca => capa_net::GameKind::Capablanca,
-                Variant::Chess => capa_net::GameKind::Chess,
+        Command::Match {
+            a,
+            b,
+            games,
+            nodes,
+            movetime,
+            tc,
+            variant,
+            openings,
+            random_plies,
+            seed,
+            concurrency,
+            pgn,
+            sprt,
+            ply_cap,
+            option_a,
+            option_b,
+            timeout,
+            backend,
+            device,
+        } => {
+            if !(timeout.is_finite() && timeout > 0.0) {
+                anyhow::bail!("--timeout must be a positive number of seconds, not {timeout}");
+            }
+            let limit = match (nodes, movetime, tc) {
+                (Some(0), ..) | (_, Some(0), _) => anyhow::bail!("--nodes and --movetime must be at least 1"),
+                (Some(n), ..) => matches::MoveLimit::Nodes(n),
+                (_, Some(ms), _) => matches::MoveLimit::MoveTime(ms),
+                (_, _, Some(clock)) => clock,
+                _ => matches::MoveLimit::Nodes(800),
             };
+            matches::run(&matches::MatchArgs {
+                players: [a, b],
+                options: [option_a, option_b],
+                variant: variant.map(Variant::kind),
+                games,
+                limit,
+                openings,
+                random_plies,
+                seed,
+                concurrency,
+                pgn,
+                sprt,
+                ply_cap,
+                timeout: std::time::Duration::from_secs_f64(timeout),
+                backend,
+                device,
+            })
+        }
+        Command::Uci { net, backend, device } => uci::run(&uci::EngineArgs { net, backend, device }),
+        Command::Bench { what: BenchCommand::Net { size, variant, backend, device, batch, seconds } } => {
+            let game = variant.kind();
             if !(seconds.is_finite() && seconds >= 0.0) {
                 anyhow::bail!("--seconds must be a non-negative number, not {seconds}");
             }

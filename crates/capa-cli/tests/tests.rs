@@ -1,6 +1,15 @@
 //! The `capa` binary as a user runs it: output format, exit codes, errors.
 
+use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use capa_net::burn::backend::Flex;
+use capa_net::burn::backend::flex::FlexDevice;
+use capa_net::{GameKind, Net, NetConfig, save_net};
+use capa_rules::{Game, History};
+
+mod matches;
+mod uci;
 
 fn capa(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_capa")).args(args).output().expect("capa runs")
@@ -119,4 +128,55 @@ fn bench_search_rejects_bad_arguments() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(!stderr(&out).is_empty() && !stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
     }
+}
+
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capa-cli-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A small network with fresh weights, written once per game, name and process.
+pub fn network(game: GameKind, name: &str) -> PathBuf {
+    let path = scratch(&format!("{}-{name}.safetensors", game.name()));
+    if !path.exists() {
+        let config = NetConfig { channels: 32, blocks: 2, transformer_blocks: 1, heads: 4, ..NetConfig::small(game) };
+        save_net(&Net::<Flex>::new(&config, &FlexDevice), &path).unwrap();
+    }
+    path
+}
+
+/// An executable shell script in the scratch folder, as an engine command.
+pub fn script(name: &str, body: &str) -> String {
+    let path = scratch(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    path.display().to_string()
+}
+
+/// The engine binary in PATH or /usr/games (where Debian puts it); `None`
+/// skips only when `CAPA_SKIP_ENGINE_TESTS=1`.
+pub fn locate(binary: &str) -> Option<PathBuf> {
+    let dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
+    let found = dirs.into_iter().chain([PathBuf::from("/usr/games")]).map(|d| d.join(binary)).find(|p| p.is_file());
+    if found.is_none() {
+        assert_eq!(
+            std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(),
+            Ok("1"),
+            "{binary} not found in PATH or /usr/games: run scripts/test.sh, which installs it"
+        );
+    }
+    found
+}
+
+/// A move in UCI notation that is legal after `moves` from the start.
+pub fn is_legal_after<G: Game>(moves: &[&str], best: &str) -> bool {
+    let mut history = History::new(G::startpos());
+    for m in moves {
+        let m = history.current().parse_uci(m).unwrap();
+        history.play(m);
+    }
+    history.current().parse_uci(best).is_ok()
 }

@@ -6,15 +6,28 @@
 //!   replaying the moves, so a record costs tens of bytes per ply.
 //! - [`to_pgn`]: a record as PGN, with the search's evaluation in the
 //!   comments.
+//! - [`UciEngine`]: a client for UCI engines (Fairy-Stockfish, Stockfish,
+//!   capa itself): options, searches with `info` lines, deadlines on every
+//!   wait, clear errors when the engine dies.
+//! - [`MatchScore`] and [`Sprt`]: what a match's results say about the
+//!   Elo difference.
+//! - [`centipawns`]: Lc0's mapping from an expected score to centipawns.
 //! - [`write_atomically`]: how every file of capa is written, so that a
 //!   reader sees the old file or the whole new one, never a part.
 
 #![deny(missing_docs)]
 
 mod atomic;
+mod elo;
 mod pgn;
 mod record;
+mod uci;
 
 pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, write_atomically};
-pub use pgn::to_pgn;
+pub use elo::{MatchScore, Sprt, SprtVerdict, elo_difference, expected_score};
+pub use pgn::{PgnTags, centipawns, to_pgn, write_pgn};
 pub use record::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues};
+pub use uci::{
+    DEFAULT_TIMEOUT, EngineOption, Go, OptionKind, PvLine, SearchOutput, UciEngine, UciError, UciScore, parse_info,
+    parse_option,
+};

@@ -13,42 +13,88 @@ use crate::record::{Ending, GameRecord};
 
 /// The game as one PGN game (tags, movetext, result), ending with a blank line.
 pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> String {
-    let result = match record.winner {
+    let mut position = record.start.clone();
+    let mut comments = Vec::with_capacity(record.moves.len());
+    for (&m, search) in record.moves.iter().zip(&record.plies) {
+        let root = search.root;
+        let white_q = if position.turn() == Color::White { root.q } else { -root.q };
+        let per_mille = |v: f32| (v.clamp(0.0, 1.0) * 1000.0).round() as i32;
+        let (w, d) = (per_mille((1.0 + root.q - root.d) / 2.0), per_mille(root.d));
+        comments.push(format!(
+            "[%eval {:.2}] wdl {w}/{d}/{} ml {:.0}{}",
+            centipawns(white_q) / 100.0,
+            1000 - w - d,
+            root.m,
+            if search.full_search { "" } else { " fast" }
+        ));
+        position.play(m);
+    }
+    let termination = match record.ending {
+        Ending::Resignation => "resignation".to_string(),
+        Ending::Rules(termination) => termination.to_string(),
+    };
+    let tags = PgnTags { event, site: "capa self-play", round, white: &record.network, black: &record.network };
+    write_pgn(&tags, &record.start, &record.moves, &comments, record.winner, &termination)
+}
+
+/// The first five tags of PGN's seven-tag roster (Result and the date's
+/// absence are the writer's business).
+#[derive(Clone, Copy, Debug)]
+pub struct PgnTags<'a> {
+    /// The event: a run, a match.
+    pub event: &'a str,
+    /// Where it was played.
+    pub site: &'a str,
+    /// The game's number in the event.
+    pub round: &'a str,
+    /// The white player.
+    pub white: &'a str,
+    /// The black player.
+    pub black: &'a str,
+}
+
+/// One game as PGN, ending with a blank line: `tags`, Result, Variant (for
+/// games other than chess), SetUp and FEN (when `start` is not the start
+/// position), Termination; then SAN movetext, each move followed by its
+/// entry of `comments` when there is one, in lines of at most 79 characters.
+/// `winner` is `None` for a draw.
+pub fn write_pgn<G: Game>(
+    tags: &PgnTags,
+    start: &G,
+    moves: &[G::Move],
+    comments: &[String],
+    winner: Option<Color>,
+    termination: &str,
+) -> String {
+    let result = match winner {
         Some(Color::White) => "1-0",
         Some(Color::Black) => "0-1",
         None => "1/2-1/2",
     };
     let mut pgn = String::new();
-    let variant = if G::NAME == "chess" { None } else { Some(G::NAME) };
     let mut tag = |name: &str, value: &str| {
         let value = value.replace('\\', "\\\\").replace('"', "\\\"");
         let _ = writeln!(pgn, "[{name} \"{value}\"]");
     };
-    tag("Event", event);
-    tag("Site", "capa self-play");
-    tag("Round", round);
-    tag("White", &record.network);
-    tag("Black", &record.network);
+    tag("Event", tags.event);
+    tag("Site", tags.site);
+    tag("Round", tags.round);
+    tag("White", tags.white);
+    tag("Black", tags.black);
     tag("Result", result);
-    if let Some(variant) = variant {
-        tag("Variant", variant);
+    if G::NAME != "chess" {
+        tag("Variant", G::NAME);
     }
-    let start = record.start.fen();
-    if start != G::startpos().fen() {
+    let fen = start.fen();
+    if fen != G::startpos().fen() {
         tag("SetUp", "1");
-        tag("FEN", &start);
+        tag("FEN", &fen);
     }
-    tag(
-        "Termination",
-        &match record.ending {
-            Ending::Resignation => "resignation".to_string(),
-            Ending::Rules(termination) => termination.to_string(),
-        },
-    );
+    tag("Termination", termination);
     pgn.push('\n');
-    let mut position = record.start.clone();
-    let mut tokens = Vec::with_capacity(record.moves.len() + 1);
-    for (ply, (&m, search)) in record.moves.iter().zip(&record.plies).enumerate() {
+    let mut position = start.clone();
+    let mut tokens = Vec::with_capacity(moves.len() + 1);
+    for (ply, &m) in moves.iter().enumerate() {
         let mover = position.turn();
         let mut token = String::new();
         if mover == Color::White || ply == 0 {
@@ -57,18 +103,10 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
             let _ = write!(token, "{number}{dots} ");
         }
         token.push_str(&position.san(m));
-        let root = search.root;
-        let white_q = if mover == Color::White { root.q } else { -root.q };
-        let per_mille = |v: f32| (v.clamp(0.0, 1.0) * 1000.0).round() as i32;
-        let (w, d) = (per_mille((1.0 + root.q - root.d) / 2.0), per_mille(root.d));
-        let _ = write!(
-            token,
-            " {{[%eval {:.2}] wdl {w}/{d}/{} ml {:.0}{}}}",
-            pawns(white_q),
-            1000 - w - d,
-            root.m,
-            if search.full_search { "" } else { " fast" }
-        );
+        if let Some(comment) = comments.get(ply).filter(|c| !c.is_empty()) {
+            // A `}` would end the comment early.
+            let _ = write!(token, " {{{}}}", comment.replace('}', ")"));
+        }
         tokens.push(token);
         position.play(m);
     }
@@ -91,11 +129,13 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
     pgn
 }
 
-/// Lc0's mapping from an expected score to centipawns, in pawns.
-fn pawns(q: f32) -> f64 {
+/// Lc0's mapping from an expected score (win minus loss, -1 to 1) to
+/// centipawns, as engines print them: 0 at 0, about 110 at 0.5, rising
+/// steeply towards the ends (clamped at |q| = 0.999, about 10,900).
+pub fn centipawns(q: f32) -> f64 {
     let q = f64::from(q).clamp(-0.999, 0.999);
     // + 0.0 turns -0 into 0, which prints without a sign.
-    111.714_640_912 * (1.562_068_842_1 * q).tan() / 100.0 + 0.0
+    111.714_640_912 * (1.562_068_842_1 * q).tan() + 0.0
 }
 
 #[cfg(test)]

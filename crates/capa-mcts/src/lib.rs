@@ -33,7 +33,7 @@ pub use evaluator::{
 pub use params::{DirichletNoise, KldStop, MAX_PER_ROUND, MovesLeftUtility, SearchParams};
 pub use result::{MoveInfo, Proof, SearchResult, StopReason};
 pub use rng::Rng;
-pub use selfplay::{PlayoutCap, Temperature};
+pub use selfplay::{PlayoutCap, Temperature, random_opening};
 pub use tree::{Limits, Tree};
 
 /// Why a search could not run or finish.

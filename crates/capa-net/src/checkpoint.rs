@@ -75,6 +75,15 @@ fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), Ne
     Ok((tensors, metadata, config))
 }
 
+/// The architecture a network file or checkpoint holds, read and checked
+/// without building the network: what game it plays, how large it is.
+///
+/// # Errors
+/// As [`load_net`].
+pub fn read_net_config(path: &Path) -> Result<NetConfig, NetError> {
+    read(path).map(|(_, _, config)| config)
+}
+
 /// Writes `net` as a network file.
 ///
 /// # Errors

@@ -30,7 +30,7 @@ mod train;
 use std::path::PathBuf;
 
 pub use backend::{BackendKind, BackendTask, DeviceSpec, with_backend};
-pub use checkpoint::{load_checkpoint, load_net, load_net_into, save_checkpoint, save_net};
+pub use checkpoint::{load_checkpoint, load_net, load_net_into, read_net_config, save_checkpoint, save_net};
 pub use config::{GameKind, NetConfig};
 pub use encode::{NetGame, encode_batch};
 pub use evaluator::NetEvaluator;

@@ -79,6 +79,10 @@ pub struct TrainConfig {
     /// Rescale the gradient when its global L2 norm exceeds this (0: never).
     pub grad_clip_norm: f64,
     /// Decay of the exponential moving average of the weights (0: no EMA).
+    /// Early on the average warms up: step `t` uses
+    /// `min(ema_decay, (1 + t) / (10 + t))`, so the random initial weights
+    /// fade out within the first steps instead of lingering for
+    /// `1 / (1 - ema_decay)` of them.
     pub ema_decay: f64,
     /// How much each head's loss counts.
     pub loss_weights: LossWeights,
@@ -108,6 +112,13 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// The EMA decay used by step `step` (counted from 0): `ema_decay`,
+    /// lowered while the average warms up.
+    pub fn ema_decay_at(&self, step: u64) -> f64 {
+        let step = step as f64;
+        self.ema_decay.min((1.0 + step) / (10.0 + step))
+    }
+
     /// Checks ranges.
     ///
     /// # Errors
@@ -279,7 +290,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         self.model = self.model.clone().map(&mut update);
         let updated = update.updated;
         if let Some(ema) = self.ema.take() {
-            let decay = self.config.ema_decay;
+            let decay = self.config.ema_decay_at(self.step - 1);
             self.ema = Some(ema.map(&mut Average { path: ParamPath::default(), updated, decay }));
         }
         report

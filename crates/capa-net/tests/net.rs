@@ -313,6 +313,18 @@ fn learning_rate_schedules() {
 }
 
 #[test]
+fn ema_decay_warms_up() {
+    let config = TrainConfig { ema_decay: 0.99, ..TrainConfig::default() };
+    // The first step copies most of the new weights: the initial ones are noise.
+    assert_eq!(config.ema_decay_at(0), 0.1);
+    assert_eq!(config.ema_decay_at(80), 0.9);
+    assert_eq!(config.ema_decay_at(890), 0.99);
+    assert_eq!(config.ema_decay_at(1_000_000), 0.99);
+    let off = TrainConfig { ema_decay: 0.0, ..TrainConfig::default() };
+    assert_eq!(off.ema_decay_at(0), 0.0);
+}
+
+#[test]
 fn configs_are_validated() {
     let bad = [
         NetConfig { channels: 30, ..tiny(GameKind::Chess) },

@@ -7,8 +7,9 @@
 //! side searched together.
 
 use anyhow::{Result, anyhow};
-use capa_mcts::{Evaluator, Limits, Rng, SearchParams, Tree, search_many};
-use capa_rules::{Color, Game, GameResult, History, MoveList};
+use capa_data::MatchScore;
+use capa_mcts::{Evaluator, Limits, Rng, SearchParams, Tree, random_opening, search_many};
+use capa_rules::{Color, Game, GameResult, History};
 
 use crate::selfplay::mix;
 
@@ -29,46 +30,6 @@ pub struct ArenaSettings {
     pub params: SearchParams,
 }
 
-/// The arena's result, from the first network's side.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Score {
-    /// Games the first network won.
-    pub wins: u32,
-    /// Games drawn.
-    pub draws: u32,
-    /// Games the first network lost.
-    pub losses: u32,
-}
-
-impl Score {
-    /// Games played.
-    pub fn games(&self) -> u32 {
-        self.wins + self.draws + self.losses
-    }
-
-    /// Points per game, 0 to 1.
-    pub fn fraction(&self) -> f64 {
-        (f64::from(self.wins) + 0.5 * f64::from(self.draws)) / f64::from(self.games().max(1))
-    }
-
-    /// The Elo difference the score implies, with its 95% interval (from
-    /// the per-game score's standard error), clamped to +-1000.
-    pub fn elo(&self) -> (f64, f64, f64) {
-        let n = f64::from(self.games().max(1));
-        let s = self.fraction();
-        let variance = (f64::from(self.wins) * (1.0 - s).powi(2)
-            + f64::from(self.draws) * (0.5 - s).powi(2)
-            + f64::from(self.losses) * s.powi(2))
-            / n;
-        let margin = 1.96 * (variance / n).sqrt();
-        let elo = |p: f64| {
-            let p = p.clamp(1e-9, 1.0 - 1e-9);
-            (-400.0 * (1.0 / p - 1.0).log10()).clamp(-1000.0, 1000.0)
-        };
-        (elo(s), elo(s - margin), elo(s + margin))
-    }
-}
-
 /// Plays `first` against `second`.
 ///
 /// # Errors
@@ -77,17 +38,17 @@ pub fn arena<G: Game, A: Evaluator<G>, B: Evaluator<G>>(
     first: &A,
     second: &B,
     settings: &ArenaSettings,
-    mut on_game: impl FnMut(&Score),
-) -> Result<Score> {
+    mut on_game: impl FnMut(&MatchScore),
+) -> Result<MatchScore> {
     let pairs = settings.games.div_ceil(2);
     let mut games: Vec<(History<G>, Color)> = Vec::new();
     for pair in 0..pairs {
-        let opening = random_opening::<G>(settings.random_plies, mix(settings.seed, u64::from(pair)));
+        let opening = random_opening::<G>(settings.random_plies, &mut Rng::new(mix(settings.seed, u64::from(pair))));
         let start = || opening.clone().with_ply_cap(settings.ply_cap);
         games.push((start(), Color::White));
         games.push((start(), Color::Black));
     }
-    let mut score = Score::default();
+    let mut score = MatchScore::default();
     let mut over = vec![false; games.len()];
     let mut plies = 0u64;
     while over.iter().any(|o| !o) {
@@ -136,37 +97,12 @@ pub fn arena<G: Game, A: Evaluator<G>, B: Evaluator<G>>(
     Ok(score)
 }
 
-/// `plies` uniformly random legal moves from the start (fewer if the game ends).
-fn random_opening<G: Game>(plies: u32, seed: u64) -> History<G> {
-    let mut rng = Rng::new(seed);
-    let mut history = History::new(G::startpos());
-    let mut legal = MoveList::new();
-    for _ in 0..plies {
-        history.current().legal_moves(&mut legal);
-        if legal.is_empty() || history.outcome().is_some() {
-            break;
-        }
-        history.play(legal[(rng.next_u64() % legal.len() as u64) as usize]);
-    }
-    // Openings that end the game are not played: start from the beginning.
-    if history.outcome().is_some() { History::new(G::startpos()) } else { history }
-}
-
 #[cfg(test)]
 mod tests {
     use capa_mcts::{RandomEvaluator, UniformEvaluator};
     use capa_rules::capablanca::Capablanca;
 
     use super::*;
-
-    #[test]
-    fn elo_follows_the_score() {
-        let even = Score { wins: 10, draws: 10, losses: 10 };
-        let (elo, low, high) = even.elo();
-        assert!(elo.abs() < 1e-9 && low < 0.0 && high > 0.0);
-        let (elo, low, _) = Score { wins: 60, draws: 0, losses: 40 }.elo();
-        assert!((elo - 70.4).abs() < 0.1 && low > 0.0, "{elo} {low}");
-    }
 
     #[test]
     fn every_game_is_counted_and_colours_alternate() {

@@ -12,7 +12,7 @@ mod rundir;
 mod selfplay;
 mod worker;
 
-pub use arena::{ArenaSettings, Score, arena};
+pub use arena::{ArenaSettings, arena};
 pub use buffer::{HostBatch, ReplayBuffer};
 pub use config::{
     BufferSection, CheckpointSection, GameSection, NetSection, RunConfig, RunSection, Sampling, SelfPlaySection,

@@ -1,0 +1,122 @@
+//! `capa match` between networks, against Fairy-Stockfish, and with broken
+//! players.
+
+use capa_net::GameKind;
+
+use crate::{capa, locate, network, scratch, script, stderr, stdout};
+
+/// The numbers of the summary line `... +W =D -L of N games, ...`.
+fn tally(out: &str) -> (u32, u32, u32, u32) {
+    let line = out.lines().find(|l| l.contains(" games, score ")).unwrap_or_else(|| panic!("no summary: {out}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| w.starts_with('+') && w.len() > 1).unwrap();
+    let number = |w: &str| w[1..].parse::<u32>().unwrap();
+    (number(words[at]), number(words[at + 1]), number(words[at + 2]), words[at + 4].parse().unwrap())
+}
+
+#[test]
+fn two_networks_play_a_match_with_a_pgn() {
+    let (a, b) = (network(GameKind::Capablanca, "a"), network(GameKind::Capablanca, "b"));
+    let pgn = scratch("networks.pgn");
+    let out = capa(&[
+        "match",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--games",
+        "3",
+        "--nodes",
+        "8",
+        "--ply-cap",
+        "24",
+        "--concurrency",
+        "2",
+        "--pgn",
+        pgn.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (wins, draws, losses, games) = tally(&stdout(&out));
+    assert_eq!((wins + draws + losses, games), (4, 4), "rounded up to pairs");
+    let text = std::fs::read_to_string(&pgn).unwrap();
+    assert_eq!(text.matches("[Event \"capa match\"]").count(), 4, "{text}");
+    assert_eq!(text.matches("[Variant \"capablanca\"]").count(), 4, "{text}");
+    assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("game ")).count(), 4, "a line per game");
+}
+
+#[test]
+fn a_network_plays_fairy_stockfish_at_its_lowest_elo() {
+    let Some(engine) = locate("fairy-stockfish") else { return };
+    let net = network(GameKind::Capablanca, "a");
+    let out = capa(&[
+        "match",
+        net.to_str().unwrap(),
+        engine.to_str().unwrap(),
+        "--games",
+        "2",
+        "--nodes",
+        "16",
+        "--option-b",
+        "UCI_LimitStrength=true",
+        "--option-b",
+        "UCI_Elo=1350",
+        "--sprt",
+        "-400,0",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (wins, draws, losses, _) = tally(&stdout(&out));
+    assert_eq!(wins + draws + losses, 2);
+    assert!(stdout(&out).contains("SPRT elo0 -400 elo1 0"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_player_that_crashes_or_cheats_loses_and_the_match_goes_on() {
+    let net = network(GameKind::Chess, "a");
+    let crasher = script(
+        "crashes-on-go",
+        r#"while read line; do
+             case "$line" in
+               uci) echo 'option name UCI_Variant type combo default chess var chess'; echo uciok;;
+               isready) echo readyok;;
+               go*) exit 1;;
+             esac
+           done"#,
+    );
+    let cheater = script(
+        "plays-illegal-moves",
+        r#"while read line; do
+             case "$line" in
+               uci) echo uciok;;
+               isready) echo readyok;;
+               go*) echo 'bestmove e1e8';;
+             esac
+           done"#,
+    );
+    for bad in [crasher, cheater] {
+        let out = capa(&["match", net.to_str().unwrap(), &bad, "--games", "2", "--nodes", "4"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(tally(&stdout(&out)), (2, 0, 0, 2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("forfeit"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn bad_match_arguments_are_clear_errors() {
+    let net = network(GameKind::Chess, "a").to_str().unwrap().to_string();
+    let capablanca = network(GameKind::Capablanca, "a").to_str().unwrap().to_string();
+    let openings = scratch("bad-openings.txt");
+    std::fs::write(&openings, "# two openings\ne2e4 e7e5\ne2e4 e2e4\n").unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (&["match", "fairy-stockfish", "fairy-stockfish"], "--variant"),
+        (&["match", &net, &capablanca], "different games"),
+        (&["match", &net, "/no/such/engine"], "/no/such/engine"),
+        (&["match", &net, &net, "--games", "0"], "--games"),
+        (&["match", &net, &net, "--nodes", "0"], "--nodes"),
+        (&["match", &net, &net, "--sprt", "10,0"], "elo0"),
+        (&["match", &net, &net, "--openings", openings.to_str().unwrap()], "line 3"),
+    ];
+    for (args, expected) in cases {
+        let out = capa(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = stderr(&out);
+        assert!(err.contains(expected) && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,598 @@
+//! A client for UCI engines: start one as a child process, set its options,
+//! search, and survive it.
+//!
+//! Every wait has a deadline, so an engine that hangs is an error rather
+//! than a hang; an engine that dies is an error that says what it was doing
+//! and quotes the last lines it wrote to stderr. The engine's stdout is read
+//! on a thread of its own and handed over line by line.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::OsStr;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long an engine may take to answer `uci` or `isready`, and a search
+/// may run past its own time limit, before it counts as hung.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Lines of the engine's stderr kept for error messages.
+const STDERR_LINES: usize = 8;
+
+/// What went wrong talking to an engine. Every message names the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum UciError {
+    /// The process could not be started.
+    #[error("cannot start engine `{engine}`: {source} (is it installed and on PATH?)")]
+    Start {
+        /// The engine command.
+        engine: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// The engine exited, or closed its output.
+    #[error("engine `{engine}` exited ({status}) while {doing}{stderr}")]
+    Exited {
+        /// The engine command.
+        engine: String,
+        /// What the client waited for.
+        doing: String,
+        /// Its exit status, as far as known.
+        status: String,
+        /// Its last stderr lines, prefixed with a newline, or empty.
+        stderr: String,
+    },
+    /// No answer in time.
+    #[error("engine `{engine}` gave no answer within {seconds:.1} s while {doing}")]
+    Timeout {
+        /// The engine command.
+        engine: String,
+        /// What the client waited for.
+        doing: String,
+        /// How long it waited.
+        seconds: f64,
+    },
+    /// A request the engine cannot take: an option it lacks, a value out of
+    /// its range, a reply that breaks the protocol.
+    #[error("engine `{engine}`: {message}")]
+    Protocol {
+        /// The engine command.
+        engine: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The kind of an option, as the engine declared it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OptionKind {
+    /// `type check`: true or false.
+    Check,
+    /// `type spin` with its bounds.
+    Spin {
+        /// Smallest value.
+        min: i64,
+        /// Largest value.
+        max: i64,
+    },
+    /// `type combo` with its values.
+    Combo(Vec<String>),
+    /// `type button`: set without a value.
+    Button,
+    /// `type string`.
+    String,
+}
+
+/// One option the engine declared after `uci`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineOption {
+    /// Its name, as the engine spells it.
+    pub name: String,
+    /// Its kind.
+    pub kind: OptionKind,
+    /// Its default, if declared.
+    pub default: Option<String>,
+}
+
+/// The score of a line, from the side to move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UciScore {
+    /// Centipawns.
+    Cp(i32),
+    /// Mate in this many moves (negative: the side to move is mated).
+    Mate(i32),
+}
+
+/// One principal variation from `info` lines: the latest the engine sent
+/// for its `multipv` slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PvLine {
+    /// The slot, 1 for the best line.
+    pub multipv: u32,
+    /// Search depth.
+    pub depth: u32,
+    /// The score.
+    pub score: UciScore,
+    /// Win, draw and loss per mille, when the engine reports them (`UCI_ShowWDL`).
+    pub wdl: Option<[u32; 3]>,
+    /// Nodes searched so far, when reported.
+    pub nodes: Option<u64>,
+    /// The moves, in UCI notation.
+    pub pv: Vec<String>,
+}
+
+/// What a `go` returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchOutput {
+    /// The move to play; `None` when the engine says there is none
+    /// (`bestmove (none)` or `0000`).
+    pub best: Option<String>,
+    /// The move it expects in reply, if it said.
+    pub ponder: Option<String>,
+    /// The last line per `multipv` slot, best first.
+    pub lines: Vec<PvLine>,
+}
+
+/// How long a search may run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Go {
+    /// `go nodes N`.
+    Nodes(u64),
+    /// `go depth N`.
+    Depth(u32),
+    /// `go movetime MS`.
+    MoveTime(u64),
+    /// `go wtime .. btime .. winc .. binc .. [movestogo ..]`, in milliseconds.
+    Clock {
+        /// White's time left.
+        wtime: u64,
+        /// Black's time left.
+        btime: u64,
+        /// White's increment.
+        winc: u64,
+        /// Black's increment.
+        binc: u64,
+        /// Moves to the next time control, if any.
+        moves_to_go: Option<u32>,
+    },
+}
+
+impl Go {
+    fn command(self) -> String {
+        match self {
+            Go::Nodes(n) => format!("go nodes {n}"),
+            Go::Depth(d) => format!("go depth {d}"),
+            Go::MoveTime(ms) => format!("go movetime {ms}"),
+            Go::Clock { wtime, btime, winc, binc, moves_to_go } => {
+                let mut go = format!("go wtime {wtime} btime {btime} winc {winc} binc {binc}");
+                if let Some(n) = moves_to_go {
+                    go.push_str(&format!(" movestogo {n}"));
+                }
+                go
+            }
+        }
+    }
+
+    /// The longest the search itself may take, when the limit says.
+    fn time_limit(self) -> Option<Duration> {
+        match self {
+            Go::MoveTime(ms) => Some(Duration::from_millis(ms)),
+            Go::Clock { wtime, btime, .. } => Some(Duration::from_millis(wtime.max(btime))),
+            Go::Nodes(_) | Go::Depth(_) => None,
+        }
+    }
+}
+
+/// A running UCI engine. Dropping it sends `quit` and, if the engine does
+/// not exit promptly, kills it.
+pub struct UciEngine {
+    engine: String,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    name: Option<String>,
+    options: Vec<EngineOption>,
+    timeout: Duration,
+}
+
+impl UciEngine {
+    /// Starts `command` (a program and its arguments, split on whitespace),
+    /// sends `uci` and reads its name and options up to `uciok`.
+    ///
+    /// # Errors
+    /// [`UciError::Start`] when the program cannot run; [`UciError::Exited`]
+    /// or [`UciError::Timeout`] when it does not answer `uci`.
+    pub fn start(command: &str) -> Result<UciEngine, UciError> {
+        UciEngine::start_with_timeout(command, DEFAULT_TIMEOUT)
+    }
+
+    /// As [`UciEngine::start`], waiting at most `timeout` for each answer.
+    ///
+    /// # Errors
+    /// As [`UciEngine::start`].
+    pub fn start_with_timeout(command: &str, timeout: Duration) -> Result<UciEngine, UciError> {
+        let mut words = command.split_whitespace();
+        let Some(program) = words.next() else {
+            return Err(UciError::Start {
+                engine: command.to_string(),
+                source: io::Error::new(io::ErrorKind::InvalidInput, "the engine command is empty"),
+            });
+        };
+        let args: Vec<&str> = words.collect();
+        UciEngine::launch(Path::new(program), &args, timeout)
+    }
+
+    /// Starts `program` with `args` (no splitting: paths may hold spaces),
+    /// as [`UciEngine::start`] does.
+    ///
+    /// # Errors
+    /// As [`UciEngine::start`].
+    pub fn launch<A: AsRef<OsStr>>(program: &Path, args: &[A], timeout: Duration) -> Result<UciEngine, UciError> {
+        let engine = std::iter::once(program.as_os_str())
+            .chain(args.iter().map(AsRef::as_ref))
+            .map(|word| word.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| UciError::Start { engine: engine.clone(), source })?;
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let (sender, lines) = channel();
+        let reader = std::thread::Builder::new()
+            .name("uci-stdout".to_string())
+            .spawn(move || for_each_line(stdout, |line| sender.send(line).is_ok()));
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let kept = Arc::clone(&stderr);
+        let stderr_reader = std::thread::Builder::new().name("uci-stderr".to_string()).spawn(move || {
+            for_each_line(stderr_pipe, |line| {
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                if kept.len() == STDERR_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
+                true
+            });
+        });
+        if let Err(source) = reader.and(stderr_reader) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(UciError::Start { engine, source });
+        }
+        let mut uci = UciEngine { engine, child, stdin, lines, stderr, name: None, options: Vec::new(), timeout };
+        uci.send("uci")?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let line = uci.next_line(deadline, "waiting for `uciok`")?;
+            let line = line.trim();
+            if line == "uciok" {
+                break;
+            }
+            if let Some(name) = line.strip_prefix("id name ") {
+                uci.name = Some(name.trim().to_string());
+            } else if let Some(option) = parse_option(line) {
+                uci.options.push(option);
+            }
+        }
+        Ok(uci)
+    }
+
+    /// The engine's name (`id name`), or its command when it gave none.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.engine)
+    }
+
+    /// The options the engine declared.
+    pub fn options(&self) -> &[EngineOption] {
+        &self.options
+    }
+
+    /// The option called `name` (UCI option names ignore case).
+    pub fn option(&self, name: &str) -> Option<&EngineOption> {
+        self.options.iter().find(|o| o.name.eq_ignore_ascii_case(name))
+    }
+
+    /// How long an answer may take (and a timed search may overrun).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Sets option `name` to `value` (ignored for buttons), after checking
+    /// the engine has it and the value fits its kind.
+    ///
+    /// # Errors
+    /// [`UciError::Protocol`] for an unknown option or a value it cannot
+    /// take; [`UciError::Exited`] when the engine is gone.
+    pub fn set_option(&mut self, name: &str, value: &str) -> Result<(), UciError> {
+        let option = self.option(name).ok_or_else(|| self.protocol(format!("has no option `{name}`")))?;
+        let fits = match &option.kind {
+            OptionKind::Check => value == "true" || value == "false",
+            OptionKind::Spin { min, max } => value.parse::<i64>().is_ok_and(|v| (*min..=*max).contains(&v)),
+            OptionKind::Combo(values) => values.iter().any(|v| v.eq_ignore_ascii_case(value)),
+            OptionKind::Button | OptionKind::String => true,
+        };
+        if !fits {
+            let kind = &option.kind;
+            return Err(self.protocol(format!("option `{name}` cannot take `{value}` ({kind:?})")));
+        }
+        let line = match option.kind {
+            OptionKind::Button => format!("setoption name {}", option.name),
+            _ => format!("setoption name {} value {value}", option.name),
+        };
+        self.send(&line)
+    }
+
+    /// Sends `isready` and waits for `readyok`.
+    ///
+    /// # Errors
+    /// [`UciError::Exited`] or [`UciError::Timeout`].
+    pub fn ready(&mut self) -> Result<(), UciError> {
+        self.send("isready")?;
+        let deadline = Instant::now() + self.timeout;
+        while self.next_line(deadline, "waiting for `readyok`")?.trim() != "readyok" {}
+        Ok(())
+    }
+
+    /// Starts a new game (`ucinewgame`) and waits until the engine is ready.
+    ///
+    /// # Errors
+    /// As [`UciEngine::ready`].
+    pub fn new_game(&mut self) -> Result<(), UciError> {
+        self.send("ucinewgame")?;
+        self.ready()
+    }
+
+    /// Searches `position` (what follows `position `: `startpos moves ...`
+    /// or `fen ... moves ...`) to `go`, collecting the `info` lines up to
+    /// `bestmove`.
+    ///
+    /// A search that overruns its time (or, without one, the timeout) is
+    /// sent `stop`; one that still does not answer is an error.
+    ///
+    /// # Errors
+    /// [`UciError::Exited`], [`UciError::Timeout`], or
+    /// [`UciError::Protocol`] for a `bestmove` line without a move.
+    pub fn go(&mut self, position: &str, go: Go) -> Result<SearchOutput, UciError> {
+        self.send(&format!("position {position}"))?;
+        self.send(&go.command())?;
+        let started = Instant::now();
+        let mut deadline = started + go.time_limit().unwrap_or_default() + self.timeout;
+        let mut stopped = false;
+        let mut lines = BTreeMap::new();
+        loop {
+            let line = match self.next_line(deadline, "searching") {
+                Err(UciError::Timeout { .. }) if !stopped => {
+                    self.send("stop")?;
+                    stopped = true;
+                    deadline = Instant::now() + self.timeout;
+                    continue;
+                }
+                other => other?,
+            };
+            if let Some(pv) = parse_info(&line) {
+                lines.insert(pv.multipv, pv);
+            } else if let Some(rest) = line.trim().strip_prefix("bestmove") {
+                let mut words = rest.split_whitespace();
+                let best = words.next().ok_or_else(|| self.protocol("`bestmove` without a move".to_string()))?;
+                let best = (best != "(none)" && best != "0000").then(|| best.to_string());
+                let ponder = match (words.next(), words.next()) {
+                    (Some("ponder"), Some(m)) => Some(m.to_string()),
+                    _ => None,
+                };
+                return Ok(SearchOutput { best, ponder, lines: lines.into_values().collect() });
+            }
+        }
+    }
+
+    /// Sends one line.
+    ///
+    /// # Errors
+    /// [`UciError::Exited`] when the engine no longer reads.
+    pub fn send(&mut self, line: &str) -> Result<(), UciError> {
+        let sent = writeln!(self.stdin, "{line}").and_then(|()| self.stdin.flush());
+        sent.map_err(|_| self.exited(&format!("sending `{line}`")))
+    }
+
+    fn next_line(&mut self, deadline: Instant, doing: &str) -> Result<String, UciError> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(wait) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => Err(UciError::Timeout {
+                engine: self.engine.clone(),
+                doing: doing.to_string(),
+                seconds: self.timeout.as_secs_f64(),
+            }),
+            Err(RecvTimeoutError::Disconnected) => Err(self.exited(doing)),
+        }
+    }
+
+    fn exited(&mut self, doing: &str) -> UciError {
+        // The output closed: the process is gone or about to be.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status.to_string(),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                Ok(None) => break "still running, output closed".to_string(),
+                Err(e) => break format!("status unknown: {e}"),
+            }
+        };
+        // Give the stderr thread a moment to read what the engine last said.
+        std::thread::sleep(Duration::from_millis(20));
+        let kept = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        let stderr = if kept.is_empty() {
+            String::new()
+        } else {
+            format!("; its last stderr lines:\n{}", kept.iter().cloned().collect::<Vec<_>>().join("\n"))
+        };
+        UciError::Exited { engine: self.engine.clone(), doing: doing.to_string(), status, stderr }
+    }
+
+    fn protocol(&self, message: String) -> UciError {
+        UciError::Protocol { engine: self.engine.clone(), message }
+    }
+}
+
+impl Drop for UciEngine {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit").and_then(|()| self.stdin.flush());
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Hands each line of `pipe` to `take` (bytes that are not UTF-8 replaced,
+/// the line ending removed) until the pipe closes or `take` says stop.
+fn for_each_line(pipe: impl io::Read, mut take: impl FnMut(String) -> bool) {
+    let mut reader = BufReader::new(pipe);
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        match reader.read_until(b'\n', &mut bytes) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&bytes);
+                if !take(line.trim_end_matches(['\n', '\r']).to_string()) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Parses an `option name ... type ...` line; `None` for anything else.
+pub fn parse_option(line: &str) -> Option<EngineOption> {
+    let rest = line.trim().strip_prefix("option name ")?;
+    // The name runs up to ` type `: names may hold spaces.
+    let (name, rest) = rest.split_once(" type ")?;
+    let mut words = rest.split_whitespace().peekable();
+    let kind = words.next()?;
+    let mut default = None;
+    let (mut min, mut max) = (None, None);
+    let mut values = Vec::new();
+    while let Some(word) = words.next() {
+        // A value runs up to the next keyword (combo values and string
+        // defaults may hold spaces).
+        let mut value = Vec::new();
+        while let Some(next) = words.peek() {
+            if matches!(*next, "default" | "min" | "max" | "var") {
+                break;
+            }
+            value.push(words.next()?);
+        }
+        let value = value.join(" ");
+        match word {
+            "default" => default = Some(value),
+            "min" => min = value.parse().ok(),
+            "max" => max = value.parse().ok(),
+            "var" => values.push(value),
+            _ => {}
+        }
+    }
+    let kind = match kind {
+        "check" => OptionKind::Check,
+        "spin" => OptionKind::Spin { min: min.unwrap_or(i64::MIN), max: max.unwrap_or(i64::MAX) },
+        "combo" => OptionKind::Combo(values),
+        "button" => OptionKind::Button,
+        "string" => OptionKind::String,
+        _ => return None,
+    };
+    Some(EngineOption { name: name.trim().to_string(), kind, default })
+}
+
+/// Parses an `info` line that carries a scored principal variation; `None`
+/// for other lines, and for bound scores (`lowerbound`, `upperbound`),
+/// which are not the engine's verdict.
+pub fn parse_info(line: &str) -> Option<PvLine> {
+    let mut words = line.split_whitespace();
+    if words.next()? != "info" {
+        return None;
+    }
+    let (mut multipv, mut depth, mut score, mut wdl, mut nodes, mut pv) = (1, 0, None, None, None, Vec::new());
+    while let Some(word) = words.next() {
+        match word {
+            "depth" => depth = words.next()?.parse().ok()?,
+            "multipv" => multipv = words.next()?.parse().ok()?,
+            "nodes" => nodes = Some(words.next()?.parse().ok()?),
+            "score" => {
+                score = Some(match words.next()? {
+                    "cp" => UciScore::Cp(words.next()?.parse().ok()?),
+                    "mate" => UciScore::Mate(words.next()?.parse().ok()?),
+                    _ => return None,
+                });
+            }
+            "lowerbound" | "upperbound" => return None,
+            "wdl" => {
+                let mut next = || words.next()?.parse::<u32>().ok();
+                wdl = Some([next()?, next()?, next()?]);
+            }
+            "pv" => {
+                pv = words.by_ref().map(str::to_string).collect();
+            }
+            // The rest of the line is free text.
+            "string" => return None,
+            _ => {}
+        }
+    }
+    if pv.is_empty() || multipv == 0 {
+        return None;
+    }
+    Some(PvLine { multipv, depth, score: score?, wdl, nodes, pv })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_parsed_with_spaces_in_names_and_values() {
+        let spin = parse_option("option name UCI_Elo type spin default 1350 min 1350 max 2850").unwrap();
+        assert_eq!(spin.kind, OptionKind::Spin { min: 1350, max: 2850 });
+        assert_eq!(spin.default.as_deref(), Some("1350"));
+        let combo = parse_option("option name UCI_Variant type combo default chess var chess var capablanca").unwrap();
+        assert_eq!(combo.kind, OptionKind::Combo(vec!["chess".into(), "capablanca".into()]));
+        let button = parse_option("option name Clear Hash type button").unwrap();
+        assert_eq!((button.name.as_str(), button.kind), ("Clear Hash", OptionKind::Button));
+        let string = parse_option("option name Debug Log File type string default <empty>").unwrap();
+        assert_eq!(string.default.as_deref(), Some("<empty>"));
+        assert!(parse_option("option name X type wobble").is_none());
+        assert!(parse_option("id name Stockfish").is_none());
+        assert!(parse_option("option name").is_none());
+    }
+
+    #[test]
+    fn info_lines_are_parsed_and_bounds_skipped() {
+        let line = "info depth 5 seldepth 5 multipv 2 score cp -193 wdl 10 500 490 nodes 2001 nps 200100 \
+                    tbhits 0 time 10 pv f7f6 d2d3";
+        let pv = parse_info(line).unwrap();
+        assert_eq!(pv.multipv, 2);
+        assert_eq!(pv.depth, 5);
+        assert_eq!(pv.score, UciScore::Cp(-193));
+        assert_eq!(pv.wdl, Some([10, 500, 490]));
+        assert_eq!(pv.nodes, Some(2001));
+        assert_eq!(pv.pv, ["f7f6", "d2d3"]);
+        assert_eq!(parse_info("info depth 9 score mate -3 pv a1a2").unwrap().score, UciScore::Mate(-3));
+        assert!(parse_info("info depth 9 score cp 20 lowerbound pv e2e4").is_none());
+        assert!(parse_info("info string NNUE evaluation enabled").is_none());
+        assert!(parse_info("info depth 3 currmove e2e4 currmovenumber 1").is_none());
+        assert!(parse_info("info depth x score cp 1 pv e2e4").is_none());
+        assert!(parse_info("info score cp").is_none());
+        assert!(parse_info("bestmove e2e4").is_none());
+    }
+}
