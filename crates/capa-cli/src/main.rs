@@ -1,6 +1,7 @@
 //! `capa`: the command line around capa's crates.
 
 mod bench;
+mod elo;
 mod matches;
 mod uci;
 
@@ -53,7 +54,8 @@ enum Command {
     /// The network decides the game (announced as `UCI_Variant`). Options:
     /// Threads (sizes the thread pool when the network first loads), MultiPV,
     /// UCI_ShowWDL, CPuct, Contempt (draw aversion, -1 to 1), Temperature
-    /// (0 plays the most visited move), MoveOverhead (ms kept back from each
+    /// (0 plays the most visited move), MinibatchSize (leaves per network
+    /// batch, 32), MoveOverhead (ms kept back from each
     /// move's time), Backend and Device (the network reloads on the next
     /// `isready` or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
     /// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
@@ -138,6 +140,70 @@ enum Command {
         #[arg(long, default_value = "cpu")]
         backend: capa_net::BackendKind,
         /// The device's index on the backend, for network players.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// A network's Elo on a UCI engine's `UCI_Elo` scale, by bisection.
+    ///
+    /// Sets the engine (with UCI_LimitStrength) to the middle of a bracket,
+    /// its advertised UCI_Elo range by default, plays --games games, keeps
+    /// the half the score points to, and stops once the bracket is narrower
+    /// than --tolerance, a probe scores 45% to 55%, or after --max-probes.
+    /// Prints `probe N: UCI_Elo E: +W =D -L, score S%, estimate X` per probe
+    /// (X = E - 400 log10(1/S - 1)), then `Elo X (95%: LOW to HIGH) ...`: the
+    /// strength that makes all probes' results most likely. An estimate far
+    /// below the bracket says only "weaker than the engine's weakest
+    /// setting". The network decides the game.
+    Elo {
+        /// The network file.
+        #[arg(long)]
+        net: std::path::PathBuf,
+        /// The engine command; it needs UCI_LimitStrength and UCI_Elo.
+        #[arg(long, default_value = "fairy-stockfish")]
+        engine: String,
+        /// Games per probe (rounded up to an even number).
+        #[arg(long, default_value_t = 20)]
+        games: u32,
+        /// Nodes per move for both (the default limit: 800).
+        #[arg(long, group = "limit")]
+        nodes: Option<u64>,
+        /// Milliseconds per move for both.
+        #[arg(long, group = "limit")]
+        movetime: Option<u64>,
+        /// A clock per game: `BASE+INC` in seconds.
+        #[arg(long, group = "limit", value_parser = matches::parse_clock)]
+        tc: Option<matches::MoveLimit>,
+        /// The bracket's lower end (default: the engine's UCI_Elo minimum).
+        #[arg(long)]
+        low: Option<f64>,
+        /// The bracket's upper end (default: the engine's UCI_Elo maximum).
+        #[arg(long)]
+        high: Option<f64>,
+        /// Stop once the bracket is at most this many Elo wide.
+        #[arg(long, default_value_t = 50.0)]
+        tolerance: f64,
+        /// Probes at most.
+        #[arg(long, default_value_t = 8)]
+        max_probes: u32,
+        /// A further UCI option for the engine, `NAME=VALUE` (repeatable).
+        #[arg(long = "option", value_parser = matches::parse_option)]
+        options: Vec<(String, String)>,
+        /// Plies of uniformly random moves that start each pair of games.
+        #[arg(long, default_value_t = 6)]
+        random_plies: u32,
+        /// Seeds the openings (probe i uses SEED + i).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Games played at once.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Seconds an engine may take to answer beyond the move's own time.
+        #[arg(long, default_value_t = 60.0)]
+        timeout: f64,
+        /// The network's backend: `cpu`, `wgpu` or `cuda`.
+        #[arg(long, default_value = "cpu")]
+        backend: capa_net::BackendKind,
+        /// The network's device index.
         #[arg(long, default_value_t = 0)]
         device: usize,
     },
@@ -300,35 +366,57 @@ fn run(cli: Cli) -> Result<()> {
             timeout,
             backend,
             device,
-        } => {
-            if !(timeout.is_finite() && timeout > 0.0) {
-                anyhow::bail!("--timeout must be a positive number of seconds, not {timeout}");
-            }
-            let limit = match (nodes, movetime, tc) {
-                (Some(0), ..) | (_, Some(0), _) => anyhow::bail!("--nodes and --movetime must be at least 1"),
-                (Some(n), ..) => matches::MoveLimit::Nodes(n),
-                (_, Some(ms), _) => matches::MoveLimit::MoveTime(ms),
-                (_, _, Some(clock)) => clock,
-                _ => matches::MoveLimit::Nodes(800),
-            };
-            matches::run(&matches::MatchArgs {
-                players: [a, b],
-                options: [option_a, option_b],
-                variant: variant.map(Variant::kind),
-                games,
-                limit,
-                openings,
-                random_plies,
-                seed,
-                concurrency,
-                pgn,
-                sprt,
-                ply_cap,
-                timeout: std::time::Duration::from_secs_f64(timeout),
-                backend,
-                device,
-            })
-        }
+        } => matches::run(&matches::MatchArgs {
+            players: [a, b],
+            options: [option_a, option_b],
+            variant: variant.map(Variant::kind),
+            games,
+            openings,
+            random_plies,
+            seed,
+            concurrency,
+            pgn,
+            sprt,
+            ply_cap,
+            timeout: seconds(timeout)?,
+            backend,
+            device,
+            limit: move_limit(nodes, movetime, tc)?,
+        }),
+        Command::Elo {
+            net,
+            engine,
+            games,
+            nodes,
+            movetime,
+            tc,
+            low,
+            high,
+            tolerance,
+            max_probes,
+            options,
+            random_plies,
+            seed,
+            concurrency,
+            timeout,
+            backend,
+            device,
+        } => elo::run(&elo::EloArgs {
+            net,
+            engine,
+            games,
+            limit: move_limit(nodes, movetime, tc)?,
+            bracket: (low, high),
+            tolerance,
+            max_probes,
+            engine_options: options,
+            random_plies,
+            seed,
+            concurrency,
+            timeout: seconds(timeout)?,
+            backend,
+            device,
+        }),
         Command::Uci { net, backend, device } => uci::run(&uci::EngineArgs { net, backend, device }),
         Command::Bench { what: BenchCommand::Net { size, variant, backend, device, batch, seconds } } => {
             let game = variant.kind();
@@ -341,6 +429,25 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The move limit of `--nodes`, `--movetime` or `--tc` (800 nodes without one).
+fn move_limit(nodes: Option<u64>, movetime: Option<u64>, tc: Option<matches::MoveLimit>) -> Result<matches::MoveLimit> {
+    Ok(match (nodes, movetime, tc) {
+        (Some(0), ..) | (_, Some(0), _) => anyhow::bail!("--nodes and --movetime must be at least 1"),
+        (Some(n), ..) => matches::MoveLimit::Nodes(n),
+        (_, Some(ms), _) => matches::MoveLimit::MoveTime(ms),
+        (_, _, Some(clock)) => clock,
+        _ => matches::MoveLimit::Nodes(800),
+    })
+}
+
+/// `--timeout` as a duration.
+fn seconds(timeout: f64) -> Result<std::time::Duration> {
+    if !(timeout.is_finite() && timeout > 0.0 && timeout < 1e9) {
+        anyhow::bail!("--timeout must be a positive number of seconds, not {timeout}");
+    }
+    Ok(std::time::Duration::from_secs_f64(timeout))
 }
 
 fn load<G: Game>(args: &PositionArgs) -> Result<G> {

@@ -75,9 +75,47 @@ pub struct MatchArgs {
 /// Runs the match and prints its result.
 ///
 /// # Errors
+/// As [`play`].
+pub fn run(args: &MatchArgs) -> Result<()> {
+    let started = Instant::now();
+    let (score, labels) = play(args)?;
+    let (elo, low, high) = score.elo();
+    println!(
+        "{} vs {}: +{} ={} -{} of {} games, score {:.1}%, Elo {elo:+.0} (95%: {low:+.0} to {high:+.0}), {:.0} s",
+        labels[0],
+        labels[1],
+        score.wins,
+        score.draws,
+        score.losses,
+        score.games(),
+        100.0 * score.fraction(),
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(sprt) = &args.sprt {
+        let (lower, upper) = sprt.bounds();
+        let verdict = match sprt.verdict(&score) {
+            Some(SprtVerdict::AcceptH1) => "H1 accepted",
+            Some(SprtVerdict::AcceptH0) => "H0 accepted",
+            None => "no decision",
+        };
+        println!(
+            "SPRT elo0 {} elo1 {} alpha {} beta {}: LLR {:.2} ({lower:.2}, {upper:.2}), {verdict}",
+            sprt.elo0,
+            sprt.elo1,
+            sprt.alpha,
+            sprt.beta,
+            sprt.llr(&score)
+        );
+    }
+    Ok(())
+}
+
+/// Plays the match: the score from A's side, and the players' names.
+///
+/// # Errors
 /// Bad arguments, an unreadable openings file, a player that cannot be
 /// started or set up, an unwritable PGN.
-pub fn run(args: &MatchArgs) -> Result<()> {
+pub fn play(args: &MatchArgs) -> Result<(MatchScore, [String; 2])> {
     if args.games == 0 {
         bail!("--games must be at least 1");
     }
@@ -229,13 +267,12 @@ struct Shared {
     error: Option<anyhow::Error>,
 }
 
-fn play_match<G: Game>(args: &MatchArgs, players: &[Player; 2]) -> Result<()> {
+fn play_match<G: Game>(args: &MatchArgs, players: &[Player; 2]) -> Result<(MatchScore, [String; 2])> {
     let openings = openings::<G>(args)?;
     let total = args.games.div_ceil(2) * 2;
     let next = AtomicU32::new(0);
     let stop = AtomicBool::new(false);
     let shared = Mutex::new(Shared { score: MatchScore::default(), pgn: Default::default(), error: None });
-    let started = Instant::now();
     eprintln!(
         "{} vs {}: {total} games of {}, {} at a time, {:?} per move",
         players[0].label,
@@ -258,36 +295,7 @@ fn play_match<G: Game>(args: &MatchArgs, players: &[Player; 2]) -> Result<()> {
     if let Some(e) = shared.error {
         return Err(e);
     }
-    let score = shared.score;
-    let (elo, low, high) = score.elo();
-    println!(
-        "{} vs {}: +{} ={} -{} of {} games, score {:.1}%, Elo {elo:+.0} (95%: {low:+.0} to {high:+.0}), {:.0} s",
-        players[0].label,
-        players[1].label,
-        score.wins,
-        score.draws,
-        score.losses,
-        score.games(),
-        100.0 * score.fraction(),
-        started.elapsed().as_secs_f64()
-    );
-    if let Some(sprt) = &args.sprt {
-        let (lower, upper) = sprt.bounds();
-        let verdict = match sprt.verdict(&score) {
-            Some(SprtVerdict::AcceptH1) => "H1 accepted",
-            Some(SprtVerdict::AcceptH0) => "H0 accepted",
-            None => "no decision",
-        };
-        println!(
-            "SPRT elo0 {} elo1 {} alpha {} beta {}: LLR {:.2} ({lower:.2}, {upper:.2}), {verdict}",
-            sprt.elo0,
-            sprt.elo1,
-            sprt.alpha,
-            sprt.beta,
-            sprt.llr(&score)
-        );
-    }
-    Ok(())
+    Ok((shared.score, [players[0].label.clone(), players[1].label.clone()]))
 }
 
 fn worker<G: Game>(

@@ -33,6 +33,9 @@ const FIRST_CHUNK: u32 = 32;
 const CHUNK_TIME: Duration = Duration::from_millis(50);
 /// Time between `info` lines during a search.
 const INFO_EVERY: Duration = Duration::from_millis(1000);
+/// Leaves gathered per round: small enough that searches of a few hundred
+/// playouts stay selective, large enough to keep the network busy.
+const DEFAULT_MINIBATCH: u16 = 32;
 /// What `go depth N` searches, since an MCTS has no depth to stop at.
 const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 
@@ -72,6 +75,7 @@ struct Options {
     cpuct: f32,
     contempt: f32,
     temperature: f32,
+    minibatch: u16,
     move_overhead: Duration,
     backend: BackendKind,
     device: usize,
@@ -118,6 +122,7 @@ impl<G: NetGame> Engine<G> {
                 cpuct: defaults.cpuct,
                 contempt: defaults.contempt,
                 temperature: 0.0,
+                minibatch: DEFAULT_MINIBATCH,
                 move_overhead: Duration::from_millis(30),
                 backend: args.backend,
                 device: args.device,
@@ -219,6 +224,7 @@ impl<G: NetGame> Engine<G> {
             format!("option name CPuct type string default {}", o.cpuct),
             format!("option name Contempt type string default {}", o.contempt),
             format!("option name Temperature type string default {}", o.temperature),
+            format!("option name MinibatchSize type spin default {} min 1 max 8192", o.minibatch),
             format!("option name MoveOverhead type spin default {} min 0 max 10000", o.move_overhead.as_millis()),
             format!("option name Backend type combo default {} var cpu var wgpu var cuda", o.backend),
             format!("option name Device type spin default {} min 0 max 255", o.device),
@@ -283,6 +289,10 @@ impl<G: NetGame> Engine<G> {
                     bail!("Temperature cannot be negative");
                 }
             }
+            "minibatchsize" => {
+                o.minibatch = integer("MinibatchSize", 1..=8192)? as u16;
+                self.tree = None;
+            }
             "moveoverhead" => o.move_overhead = Duration::from_millis(integer("MoveOverhead", 0..=10_000)? as u64),
             "backend" => o.backend = value.parse().map_err(|e| anyhow::anyhow!("Backend: {e}"))?,
             "device" => o.device = integer("Device", 0..=255)?,
@@ -297,7 +307,8 @@ impl<G: NetGame> Engine<G> {
     }
 
     fn params(&self) -> SearchParams {
-        SearchParams { cpuct: self.options.cpuct, contempt: self.options.contempt, ..SearchParams::default() }
+        let o = &self.options;
+        SearchParams { cpuct: o.cpuct, contempt: o.contempt, parallel_sims: o.minibatch, ..SearchParams::default() }
     }
 
     /// The network, loaded on first use and again after a backend or device change.

@@ -120,3 +120,50 @@ fn bad_match_arguments_are_clear_errors() {
         assert!(err.contains(expected) && !err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn elo_bisects_over_fairy_stockfish_levels() {
+    let Some(engine) = locate("fairy-stockfish") else { return };
+    let net = network(GameKind::Capablanca, "a");
+    let out = capa(&[
+        "elo",
+        "--net",
+        net.to_str().unwrap(),
+        "--engine",
+        engine.to_str().unwrap(),
+        "--games",
+        "2",
+        "--nodes",
+        "8",
+        "--max-probes",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let probes: Vec<&str> = text.lines().filter(|l| l.starts_with("probe ")).collect();
+    assert_eq!(probes.len(), 2, "{text}");
+    // The engine's range is 1350 to 2850 (its `uci` says so): the first probe is the middle.
+    assert!(probes[0].starts_with("probe 1: UCI_Elo 2100:"), "{text}");
+    assert!(text.lines().last().unwrap().starts_with("Elo "), "{text}");
+}
+
+#[test]
+fn elo_needs_an_engine_whose_strength_can_be_set() {
+    let net = network(GameKind::Chess, "a");
+    let plain = script(
+        "no-uci-elo",
+        r#"while read line; do
+             case "$line" in
+               uci) echo uciok;;
+               isready) echo readyok;;
+             esac
+           done"#,
+    );
+    let out = capa(&["elo", "--net", net.to_str().unwrap(), "--engine", &plain]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("UCI_LimitStrength"), "{}", stderr(&out));
+    let Some(engine) = locate("fairy-stockfish") else { return };
+    let out = capa(&["elo", "--net", net.to_str().unwrap(), "--engine", engine.to_str().unwrap(), "--low", "100"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("UCI_Elo range"), "{}", stderr(&out));
+}

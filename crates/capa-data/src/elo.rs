@@ -1,6 +1,7 @@
 //! Match scores and what they say about strength: the Elo difference with
-//! its confidence interval, and a sequential probability ratio test that
-//! stops a match once the answer is clear.
+//! its confidence interval, a sequential probability ratio test that stops
+//! a match once the answer is clear, and Elo by bisection against an
+//! opponent of settable strength.
 
 /// Wins, draws and losses, from one player's side.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,6 +138,90 @@ impl Sprt {
     }
 }
 
+/// Elo by bisection against an opponent whose strength can be set (an
+/// engine's `UCI_Elo`): probe the middle of a bracket with a few games,
+/// keep the half the score points to, stop when the bracket is narrow or a
+/// probe comes out about even.
+#[derive(Clone, Debug)]
+pub struct Bisection {
+    /// The bracket's lower end.
+    pub low: f64,
+    /// The bracket's upper end.
+    pub high: f64,
+    /// Stop once the bracket is at most this wide.
+    pub tolerance: f64,
+    /// Stop once a probe's score falls in this band (inclusive).
+    pub even: (f64, f64),
+    probes: Vec<(f64, MatchScore)>,
+    done: bool,
+}
+
+impl Bisection {
+    /// A bracket `[low, high]`, with the stop rules: `tolerance`
+    /// wide, or a probe scoring 0.45 to 0.55.
+    pub fn new(low: f64, high: f64, tolerance: f64) -> Bisection {
+        Bisection { low, high, tolerance, even: (0.45, 0.55), probes: Vec::new(), done: false }
+    }
+
+    /// The opponent strength to probe next; `None` once a stop rule holds.
+    pub fn next_probe(&self) -> Option<f64> {
+        (!self.done && self.high - self.low > self.tolerance).then(|| ((self.low + self.high) / 2.0).round())
+    }
+
+    /// Records the score against an opponent of strength `opponent`, and
+    /// moves the bracket towards where the player's strength is.
+    pub fn record(&mut self, opponent: f64, score: MatchScore) {
+        let s = score.fraction();
+        self.probes.push((opponent, score));
+        if (self.even.0..=self.even.1).contains(&s) {
+            self.done = true;
+        } else if s > 0.5 {
+            self.low = opponent;
+        } else {
+            self.high = opponent;
+        }
+    }
+
+    /// Every probe so far: the opponent's strength and the score against it.
+    pub fn probes(&self) -> &[(f64, MatchScore)] {
+        &self.probes
+    }
+
+    /// The estimate from all probes together: the strength that makes the
+    /// points scored most likely under the logistic model (draws count
+    /// half), with the 95% interval where the log-likelihood is within 1.92
+    /// of its best. For a single probe the estimate is
+    /// `opponent - 400 log10(1 / s - 1)`. Searched from 1,000 below the
+    /// lowest probe to 1,000 above the highest, so an estimate at either
+    /// end means "at most" or "at least" that.
+    pub fn estimate(&self) -> Option<(f64, f64, f64)> {
+        let lowest = self.probes.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let highest = self.probes.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+        if self.probes.is_empty() {
+            return None;
+        }
+        let log_likelihood = |elo: f64| -> f64 {
+            self.probes
+                .iter()
+                .map(|(opponent, score)| {
+                    let games = f64::from(score.games());
+                    let points = score.fraction() * games;
+                    let p = expected_score(elo - opponent).clamp(1e-12, 1.0 - 1e-12);
+                    points * p.ln() + (games - points) * (1.0 - p).ln()
+                })
+                .sum()
+        };
+        let grid: Vec<f64> =
+            ((lowest - 1000.0).round() as i64..=(highest + 1000.0).round() as i64).map(|e| e as f64).collect();
+        let values: Vec<f64> = grid.iter().map(|&e| log_likelihood(e)).collect();
+        let (best, &top) = values.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+        let inside = |v: &f64| *v >= top - 1.92;
+        let low = values.iter().position(inside).map_or(grid[0], |i| grid[i]);
+        let high = values.iter().rposition(inside).map_or(grid[grid.len() - 1], |i| grid[i]);
+        Some((grid[best], low, high))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +255,78 @@ mod tests {
         assert!(Sprt { elo0: 5.0, elo1: 5.0, ..sprt }.validate().is_err());
         assert!(Sprt { alpha: 0.0, ..sprt }.validate().is_err());
         assert!(Sprt { beta: f64::NAN, ..sprt }.validate().is_err());
+    }
+
+    /// A simulated player of strength `elo` against opponents of set
+    /// strength: each game a win with probability E(elo - opponent) less
+    /// a draw share, seeded.
+    fn simulate(elo: f64, games: u32, seed: u64) -> (f64, f64, f64, usize) {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut uniform = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut bisection = Bisection::new(1350.0, 2850.0, 50.0);
+        while let Some(opponent) = bisection.next_probe() {
+            let expected = expected_score(elo - opponent);
+            let draw = 0.2 * (1.0 - (2.0 * expected - 1.0).abs());
+            let mut score = MatchScore::default();
+            for _ in 0..games {
+                let u = uniform();
+                if u < expected - draw / 2.0 {
+                    score.wins += 1;
+                } else if u < expected + draw / 2.0 {
+                    score.draws += 1;
+                } else {
+                    score.losses += 1;
+                }
+            }
+            bisection.record(opponent, score);
+        }
+        let (estimate, low, high) = bisection.estimate().unwrap();
+        (estimate, low, high, bisection.probes().len())
+    }
+
+    #[test]
+    fn bisection_converges_on_simulated_players() {
+        let mut covered = 0;
+        for truth in [1400.0, 1800.0, 2400.0] {
+            for seed in 1..=5 {
+                let (estimate, low, high, probes) = simulate(truth, 200, seed);
+                assert!((estimate - truth).abs() < 100.0, "{truth} seed {seed}: {estimate} ({low} to {high})");
+                assert!(probes <= 5, "{probes} probes");
+                covered += usize::from(low <= truth && truth <= high);
+            }
+        }
+        // A 95% interval misses now and then, not often.
+        assert!(covered >= 13, "the interval held the truth {covered} times in 15");
+        // Below the whole range: the estimate says "well under the bottom".
+        let (estimate, _, high, _) = simulate(600.0, 100, 1);
+        assert!(estimate < 1000.0 && high < 1350.0, "{estimate} {high}");
+    }
+
+    #[test]
+    fn bisection_moves_and_stops_by_the_rules() {
+        let mut b = Bisection::new(1000.0, 2000.0, 100.0);
+        assert_eq!(b.next_probe(), Some(1500.0));
+        b.record(1500.0, MatchScore { wins: 8, draws: 0, losses: 2 });
+        assert_eq!((b.low, b.high), (1500.0, 2000.0));
+        assert_eq!(b.next_probe(), Some(1750.0));
+        b.record(1750.0, MatchScore { wins: 1, draws: 0, losses: 9 });
+        assert_eq!((b.low, b.high), (1500.0, 1750.0));
+        // An even probe stops at once.
+        b.record(1625.0, MatchScore { wins: 5, draws: 0, losses: 5 });
+        assert_eq!(b.next_probe(), None);
+        // A narrow bracket stops too.
+        let narrow = Bisection::new(1000.0, 1050.0, 100.0);
+        assert_eq!(narrow.next_probe(), None);
+        assert_eq!(narrow.estimate(), None);
+        // One probe: the estimate is the formula.
+        let mut one = Bisection::new(1000.0, 2000.0, 10.0);
+        one.record(1500.0, MatchScore { wins: 3, draws: 0, losses: 1 });
+        let (estimate, _, _) = one.estimate().unwrap();
+        assert!((estimate - (1500.0 + elo_difference(0.75))).abs() <= 0.5, "{estimate}");
     }
 }

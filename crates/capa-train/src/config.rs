@@ -37,6 +37,9 @@ pub struct RunConfig {
     /// Checkpoints.
     #[serde(default)]
     pub checkpoint: CheckpointSection,
+    /// `[eval]`: the new network against the previous one.
+    #[serde(default)]
+    pub eval: EvalSection,
 }
 
 /// `[run]`.
@@ -253,6 +256,27 @@ impl Default for CheckpointSection {
     }
 }
 
+/// `[eval]`: every `every` iterations, a short match of the new network
+/// against the one it replaces, logged in the iteration's metrics line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvalSection {
+    /// Evaluate every this many iterations; 0 never.
+    pub every: u64,
+    /// Games per evaluation (rounded up to pairs with colours swapped).
+    pub games: u32,
+    /// Playouts per move, the same for both networks.
+    pub simulations: u32,
+    /// Uniformly random plies that open each pair of games.
+    pub random_plies: u32,
+}
+
+impl Default for EvalSection {
+    fn default() -> EvalSection {
+        EvalSection { every: 0, games: 20, simulations: 32, random_plies: 6 }
+    }
+}
+
 impl RunConfig {
     /// Reads `path` and applies `sets` (`section.key=value`, in order).
     ///
@@ -370,6 +394,8 @@ impl RunConfig {
             ("checkpoint.every", self.checkpoint.every >= 1, "must be at least 1"),
             ("checkpoint.keep", self.checkpoint.keep >= 1, "must be at least 1"),
             ("run.dir", !self.run.dir.as_os_str().is_empty(), "must name a directory"),
+            ("eval.games", self.eval.every == 0 || self.eval.games >= 1, "must be at least 1"),
+            ("eval.simulations", (1..=1_000_000).contains(&self.eval.simulations), "must be 1 to 1000000"),
         ];
         if let Some((key, _, message)) = more.into_iter().find(|(_, ok, _)| !ok) {
             return fail(key, message.to_string());

@@ -1,6 +1,7 @@
 //! capa's training loop, as a library for the `capa-train` binary and the
 //! tests: the run configuration, self-play, the replay buffer, the loop
-//! with its checkpoints and resume, self-play workers, and a small arena.
+//! with its checkpoints and resume, self-play workers, and the arena that
+//! `[eval]` plays the new network against the previous one in.
 
 #![deny(missing_docs)]
 
@@ -12,7 +13,6 @@ mod rundir;
 mod selfplay;
 mod worker;
 
-pub use arena::{ArenaSettings, arena};
 pub use buffer::{HostBatch, ReplayBuffer};
 pub use config::{
     BufferSection, CheckpointSection, GameSection, NetSection, RunConfig, RunSection, Sampling, SelfPlaySection,

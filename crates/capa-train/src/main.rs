@@ -1,17 +1,13 @@
 //! `capa-train --config run.toml`: self-play, replay buffer and training in
-//! one loop, resumable; `capa-train arena`: two networks head to head.
+//! one loop, resumable; `capa-train selfplay`: a self-play worker.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result, bail};
-use capa_mcts::SearchParams;
-use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame};
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_train::{ArenaSettings, Finish, RunConfig, arena, run, work};
+use anyhow::{Context, Result};
+use capa_train::{Finish, RunConfig, run, work};
 use clap::{Args, Parser, Subcommand};
 
 /// Trains a network by self-play: plays games with the newest network,
@@ -44,10 +40,6 @@ enum Command {
     /// publishes a new network, until Ctrl-C. The trainer, started with
     /// `selfplay.local = false`, trains on what workers write.
     Selfplay(WorkerArgs),
-    /// Plays two network files against each other at an equal search
-    /// budget (pairs of games from the same random opening, colours
-    /// swapped) and prints the score and the Elo difference.
-    Arena(ArenaArgs),
 }
 
 #[derive(Args, Debug)]
@@ -62,45 +54,9 @@ struct WorkerArgs {
     games: Option<u64>,
 }
 
-#[derive(Args, Debug)]
-struct ArenaArgs {
-    /// The first network file (the score is its).
-    first: PathBuf,
-    /// The second network file.
-    second: PathBuf,
-    /// `capablanca` or `chess` (the networks must play it).
-    #[arg(long, default_value = "capablanca")]
-    game: String,
-    /// Games (rounded up to an even number).
-    #[arg(long, default_value_t = 100)]
-    games: u32,
-    /// Playouts per move for both.
-    #[arg(long, default_value_t = 64)]
-    simulations: u32,
-    /// Leaves a game gathers per round of its search.
-    #[arg(long, default_value_t = 8)]
-    parallel_sims: u16,
-    /// Random plies that open each pair of games.
-    #[arg(long, default_value_t = 6)]
-    random_plies: u32,
-    /// Plies after which a game is a draw.
-    #[arg(long, default_value_t = 300)]
-    ply_cap: u32,
-    /// Seeds the openings.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// `cpu`, `wgpu` or `cuda`.
-    #[arg(long, default_value = "cpu")]
-    backend: String,
-    /// The device's index.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Some(Command::Arena(args)) => run_arena(args).map(|()| Finish::Completed),
         Some(Command::Selfplay(args)) => {
             load(&args.run).and_then(|(config, stop)| work(&config, &args.worker, args.games, &stop))
         }
@@ -128,53 +84,4 @@ fn load(args: &RunArgs) -> Result<(RunConfig, Arc<AtomicBool>)> {
         signal_hook::flag::register(signal, Arc::clone(&stop)).context("cannot install the signal handlers")?;
     }
     Ok((config, stop))
-}
-
-fn run_arena(args: &ArenaArgs) -> Result<()> {
-    let game: GameKind = match args.game.as_str() {
-        "capablanca" => GameKind::Capablanca,
-        "chess" => GameKind::Chess,
-        other => bail!("--game {other}: use capablanca or chess"),
-    };
-    let backend: BackendKind = args.backend.parse().map_err(|e| anyhow::anyhow!("--backend: {e}"))?;
-    if args.simulations == 0 || args.games == 0 {
-        bail!("--games and --simulations must be at least 1");
-    }
-    let settings = ArenaSettings {
-        games: args.games,
-        simulations: args.simulations,
-        random_plies: args.random_plies,
-        ply_cap: args.ply_cap.max(1),
-        seed: args.seed,
-        params: SearchParams { parallel_sims: args.parallel_sims.clamp(1, 8192), ..SearchParams::default() },
-    };
-    let spec = DeviceSpec { backend, index: args.device };
-    match game {
-        GameKind::Capablanca => play_arena::<Capablanca>(args, spec, &settings),
-        GameKind::Chess => play_arena::<Chess>(args, spec, &settings),
-    }
-}
-
-fn play_arena<G: NetGame>(args: &ArenaArgs, spec: DeviceSpec, settings: &ArenaSettings) -> Result<()> {
-    let load = |path: &PathBuf| {
-        NetEvaluator::<G>::from_file(path, spec).with_context(|| format!("cannot load {}", path.display()))
-    };
-    let (first, second) = (load(&args.first)?, load(&args.second)?);
-    let score = arena::<G, _, _>(&first, &second, settings, |score| {
-        eprint!("\r{} games: +{} ={} -{}   ", score.games(), score.wins, score.draws, score.losses);
-    })?;
-    eprintln!();
-    let (elo, low, high) = score.elo();
-    println!(
-        "{} vs {}: +{} ={} -{} of {} games, score {:.1}%, Elo {elo:+.0} (95%: {low:+.0} to {high:+.0}) at {} playouts per move",
-        args.first.display(),
-        args.second.display(),
-        score.wins,
-        score.draws,
-        score.losses,
-        score.games(),
-        100.0 * score.fraction(),
-        settings.simulations
-    );
-    Ok(())
 }

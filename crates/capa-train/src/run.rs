@@ -29,16 +29,17 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use burn::prelude::*;
 use capa_data::{GameRecord, to_pgn};
-use capa_mcts::Rng;
+use capa_mcts::{Rng, SearchParams};
 use capa_net::{
     BackendTask, CapaAutodiffBackend, GameKind, Net, NetEvaluator, NetGame, Targets, Trainer, burn, load_checkpoint,
-    save_checkpoint, save_net, with_backend,
+    load_net, save_checkpoint, save_net, with_backend,
 };
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
+use crate::arena::{ArenaSettings, arena};
 use crate::buffer::{HostBatch, ReplayBuffer};
 use crate::config::RunConfig;
 use crate::rundir::{Entry, RunDir};
@@ -179,13 +180,22 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 
             // The new network and the checkpoint; latest.json commits the iteration.
             let saved = Instant::now();
-            network = publish_net(&trainer.inference_net(), dir)?;
+            let previous = std::mem::replace(&mut network, publish_net(&trainer.inference_net(), dir)?);
+            let checkpoint_seconds = saved.elapsed().as_secs_f64();
+            // Before the commit, so that a run killed here redoes the
+            // iteration and its line in metrics.jsonl is never missing.
+            let evaluation = if config.eval.every > 0 && iteration.is_multiple_of(config.eval.every) {
+                Some(evaluate::<B, G>(config, dir, &trainer, &device, &previous, iteration)?)
+            } else {
+                None
+            };
+            let saved = Instant::now();
             let checkpoint = format!("iter-{iteration:06}.safetensors");
             dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(&trainer, path)?))?;
             let latest = Latest { iteration, checkpoint, network: network.clone() };
             dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
             prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)?;
-            let checkpoint_seconds = saved.elapsed().as_secs_f64();
+            let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
 
             let metrics = Metrics::new(
                 iteration,
@@ -195,6 +205,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
                 config,
                 [selfplay_seconds, train_seconds, checkpoint_seconds],
                 &network,
+                evaluation,
             );
             dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
             eprintln!("{}", metrics.summary());
@@ -244,6 +255,61 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     bar.finish_and_clear();
     dir.write(&format!("pgn/iter-{iteration:06}.pgn"), pgn.as_bytes())?;
     Ok((!stop.load(Ordering::Relaxed)).then_some(stats))
+}
+
+/// The trainer's new network against `previous` at equal playouts: `[eval]`.
+fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    trainer: &Trainer<B>,
+    device: &B::Device,
+    previous: &str,
+    iteration: u64,
+) -> Result<Evaluation> {
+    let started = Instant::now();
+    let key = format!("nets/{previous}.safetensors");
+    let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
+    let opponent = load_net::<B::InnerBackend>(&path, device).with_context(|| format!("[eval]: cannot load {key}"))?;
+    let current = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let opponent = NetEvaluator::<G>::from_net(opponent, device.clone())?;
+    let settings = ArenaSettings {
+        games: config.eval.games,
+        simulations: config.eval.simulations,
+        random_plies: config.eval.random_plies,
+        ply_cap: config.game.ply_cap,
+        seed: mix(config.run.seed ^ 0x6576_616c, iteration),
+        params: SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() },
+    };
+    let bar = progress(u64::from(config.eval.games.div_ceil(2) * 2), &format!("iteration {iteration} eval"));
+    let score = arena::<G, _, _>(&current, &opponent, &settings, |_| bar.inc(1))?;
+    bar.finish_and_clear();
+    let (elo, elo_low, elo_high) = score.elo();
+    Ok(Evaluation {
+        opponent: previous.to_string(),
+        wins: score.wins,
+        draws: score.draws,
+        losses: score.losses,
+        score: score.fraction(),
+        elo,
+        elo_low,
+        elo_high,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The `[eval]` match of one iteration, from the new network's side.
+#[derive(Clone, Debug, Serialize)]
+struct Evaluation {
+    /// The network it played: the one it replaces.
+    opponent: String,
+    wins: u32,
+    draws: u32,
+    losses: u32,
+    score: f64,
+    elo: f64,
+    elo_low: f64,
+    elo_high: f64,
+    seconds: f64,
 }
 
 /// A game file's name: the iteration, then the game, so names sort in play order.
@@ -529,6 +595,8 @@ struct Metrics {
     seconds_train: f64,
     seconds_checkpoint: f64,
     inference_share_of_selfplay: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eval: Option<Evaluation>,
 }
 
 impl Metrics {
@@ -541,6 +609,7 @@ impl Metrics {
         config: &RunConfig,
         [selfplay, training, checkpoint]: [f64; 3],
         network: &str,
+        eval: Option<Evaluation>,
     ) -> Metrics {
         let per_second = |n: u64| n as f64 / stats.seconds.max(1e-9);
         let new_positions = stats.full_plies as usize;
@@ -564,13 +633,20 @@ impl Metrics {
             seconds_train: training,
             seconds_checkpoint: checkpoint,
             inference_share_of_selfplay: stats.inference_seconds / stats.seconds.max(1e-9),
+            eval,
         }
     }
 
     fn summary(&self) -> String {
+        let eval = self.eval.as_ref().map_or_else(String::new, |e| {
+            format!(
+                "; vs previous +{} ={} -{}, Elo {:+.0} ({:+.0} to {:+.0})",
+                e.wins, e.draws, e.losses, e.elo, e.elo_low, e.elo_high
+            )
+        });
         format!(
             "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} plies/s; {} steps, loss {:.3} (policy {:.3}, wdl {:.3}); \
-             {:.0}s self-play, {:.0}s training; data wait {:.0}%; network {}",
+             {:.0}s self-play, {:.0}s training; data wait {:.0}%; network {}{eval}",
             self.iteration,
             self.games,
             self.plies,

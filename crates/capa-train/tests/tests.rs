@@ -138,10 +138,22 @@ fn two_iterations_then_a_resumed_third() {
     let latest = std::fs::read_to_string(run.join("LATEST")).unwrap();
     assert!(run.join("nets").join(format!("{latest}.safetensors")).exists());
 
-    let output = train(&config, &run, &["run.iterations=3"]);
+    // The third iteration also plays its network against the second's.
+    let output = train(&config, &run, &["run.iterations=3", "eval.every=1", "eval.games=2", "eval.simulations=4"]);
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(log.contains("resuming") && log.contains("after iteration 2"), "{log}");
+    assert!(log.contains("vs previous"), "{log}");
     assert_eq!(metric_iterations(&run), [1, 2, 3]);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines[1].get("eval").is_none());
+    let eval = &lines[2]["eval"];
+    assert_eq!(eval["opponent"], lines[1]["network"]);
+    let games = ["wins", "draws", "losses"].map(|k| eval[k].as_u64().unwrap()).iter().sum::<u64>();
+    assert_eq!(games, 2, "{eval}");
     assert_eq!(game_files(&run).len(), 18);
     assert_clean(&run);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -214,6 +226,7 @@ fn bad_configs_are_refused_before_any_work() {
         ("[selfplay]\nparallel_sims = 0\n", vec![], vec!["selfplay.parallel_sims (line 2)", "1 to 8192"]),
         ("", vec!["buffer.sampling=random"], vec!["--set buffer.sampling=random", "uniform"]),
         ("", vec!["run.backend=tpu"], vec!["--set run.backend=tpu"]),
+        ("[eval]\nevery = 1\nsimulations = 0\n", vec![], vec!["eval.simulations (line 3)", "1 to 1000000"]),
     ];
     for (text, sets, expected) in cases {
         let config = dir.join("bad.toml");
