@@ -1,6 +1,7 @@
 //! `capa`: the command line around capa's crates.
 
 mod bench;
+mod diagnostics;
 mod elo;
 mod matches;
 mod uci;
@@ -204,6 +205,50 @@ enum Command {
         #[arg(long, default_value = "cpu")]
         backend: capa_net::BackendKind,
         /// The network's device index.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// How peaked each network's policy is: the mean, over positions of
+    /// seeded random games (up to 60 plies), of the largest prior times the
+    /// number of legal moves. 1.0 means uniform; a trained network scores
+    /// well above. One line per network.
+    PolicyHealth {
+        /// Network files.
+        #[arg(required = true)]
+        nets: Vec<std::path::PathBuf>,
+        /// Positions to measure on.
+        #[arg(long, default_value_t = 512)]
+        positions: usize,
+        /// Seeds the random games (the same positions for every network).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The backend: `cpu`, `wgpu` or `cuda`.
+        #[arg(long, default_value = "cpu")]
+        backend: capa_net::BackendKind,
+        /// The device index.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// The replay window of a run (the newest games that fill
+    /// `buffer.window`): results, endings, game lengths, and the value
+    /// targets' win/draw/loss shares for the side to move.
+    BufferStats {
+        /// The run directory (a path, or an s3://, gs://, az:// URL).
+        run: std::path::PathBuf,
+    },
+    /// Whether training memorises the buffer: the newest network's losses
+    /// on the oldest and on the newest positions of the replay window. A
+    /// newest/oldest ratio of 2 or more means memorising.
+    OverfitCheck {
+        /// The run directory (a path, or an s3://, gs://, az:// URL).
+        run: std::path::PathBuf,
+        /// Positions at each end of the window.
+        #[arg(long, default_value_t = 2048)]
+        positions: usize,
+        /// The backend: `cpu`, `wgpu` or `cuda`.
+        #[arg(long, default_value = "cpu")]
+        backend: capa_net::BackendKind,
+        /// The device index.
         #[arg(long, default_value_t = 0)]
         device: usize,
     },
@@ -417,6 +462,21 @@ fn run(cli: Cli) -> Result<()> {
             backend,
             device,
         }),
+        Command::PolicyHealth { nets, positions, seed, backend, device } => {
+            diagnostics::policy_health(&nets, positions, seed, capa_net::DeviceSpec { backend, index: device })
+        }
+        Command::BufferStats { run } => {
+            println!("{}", capa_train::buffer_stats(&run)?);
+            Ok(())
+        }
+        Command::OverfitCheck { run, positions, backend, device } => {
+            if positions == 0 {
+                anyhow::bail!("--positions must be at least 1");
+            }
+            let report = capa_train::overfit_check(&run, positions, capa_net::DeviceSpec { backend, index: device })?;
+            println!("{report}");
+            Ok(())
+        }
         Command::Uci { net, backend, device } => uci::run(&uci::EngineArgs { net, backend, device }),
         Command::Bench { what: BenchCommand::Net { size, variant, backend, device, batch, seconds } } => {
             let game = variant.kind();

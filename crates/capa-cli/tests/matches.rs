@@ -167,3 +167,19 @@ fn elo_needs_an_engine_whose_strength_can_be_set() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("UCI_Elo range"), "{}", stderr(&out));
 }
+
+#[test]
+fn policy_health_reports_each_network() {
+    let (a, b) = (network(GameKind::Capablanca, "a"), network(GameKind::Chess, "a"));
+    let out = capa(&["policy-health", a.to_str().unwrap(), b.to_str().unwrap(), "--positions", "40"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    for line in text.lines() {
+        let value: f64 = line.split("legal moves ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        // Fresh weights: close to uniform, and never below it.
+        assert!((1.0..5.0).contains(&value), "{line}");
+    }
+    let missing = capa(&["policy-health", "/no/such.safetensors"]);
+    assert!(!missing.status.success() && stderr(&missing).contains("/no/such.safetensors"));
+}

@@ -1,7 +1,7 @@
 //! What the search asks of a network, and the free evaluators used to test
 //! and benchmark the search without one.
 
-use capa_rules::{Game, MoveList};
+use capa_rules::{Game, History, MoveList};
 
 use crate::rng::Rng;
 
@@ -62,6 +62,19 @@ impl<G: Game> LeafRequest<G> {
 
     pub(crate) fn moves_mut(&mut self) -> &mut MoveList<G::Move> {
         &mut self.moves
+    }
+
+    /// A request for the end of `history`: its last [`HISTORY_LEN`]
+    /// positions with their repetition flags, as the search builds them.
+    pub fn from_history(history: &History<G>) -> LeafRequest<G> {
+        let mut request = LeafRequest::default();
+        history.current().legal_moves(&mut request.moves);
+        let positions = history.positions();
+        for (i, position) in positions.iter().enumerate().skip(positions.len().saturating_sub(HISTORY_LEN)) {
+            let repeated = positions[..i].iter().any(|earlier| earlier.hash() == position.hash());
+            request.push_history(position, repeated);
+        }
+        request
     }
 
     /// A request for a position with no history, for evaluators' own tests.
@@ -170,5 +183,28 @@ impl<G: Game> Evaluator<G> for RandomEvaluator {
             out.push(priors, Value { wdl: [win, 1.0 - win - loss, loss], moves_left });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use capa_rules::chess::Chess;
+    use capa_rules::{Game, History};
+
+    use super::LeafRequest;
+
+    #[test]
+    fn a_request_from_a_history_keeps_the_last_positions_and_repetitions() {
+        let mut history = History::new(Chess::startpos());
+        for uci in ["g1f3", "g8f6", "f3g1", "f6g8", "e2e4", "e7e5", "d2d4", "d7d5", "c2c4"] {
+            let m = history.current().parse_uci(uci).unwrap();
+            history.play(m);
+        }
+        let request = LeafRequest::from_history(&history);
+        assert_eq!(request.history().len(), 8);
+        assert_eq!(request.position().fen(), history.current().fen());
+        // The window starts after 1...Nf6; the knights' return repeats the start.
+        assert_eq!(request.repeated(), [false, false, true, false, false, false, false, false]);
+        assert_eq!(request.legal_moves().len(), history.current().count_legal_moves());
     }
 }

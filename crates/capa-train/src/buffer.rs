@@ -119,6 +119,12 @@ impl<G: NetGame> ReplayBuffer<G> {
         Some(self.encode(&picks))
     }
 
+    /// The training positions `range` (counted oldest first), encoded.
+    pub(crate) fn encode_range(&self, range: std::ops::Range<usize>) -> HostBatch {
+        let picks: Vec<(usize, u32)> = range.map(|n| self.nth(n)).collect();
+        self.encode(&picks)
+    }
+
     /// The `n`-th training position, oldest first, as (game, ply).
     fn nth(&self, mut n: usize) -> (usize, u32) {
         for (index, game) in self.games.iter().enumerate() {

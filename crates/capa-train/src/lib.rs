@@ -1,13 +1,15 @@
 //! capa's training loop, as a library for the `capa-train` binary and the
 //! tests: the run configuration, self-play, the replay buffer, the loop
 //! with its checkpoints and resume, self-play workers, and the arena that
-//! `[eval]` plays the new network against the previous one in.
+//! `[eval]` plays the new network against the previous one in; and the
+//! diagnostics of a run's replay window (`buffer_stats`, `overfit_check`).
 
 #![deny(missing_docs)]
 
 mod arena;
 mod buffer;
 mod config;
+mod diagnostics;
 mod run;
 mod rundir;
 mod selfplay;
@@ -18,6 +20,7 @@ pub use config::{
     BufferSection, CheckpointSection, GameSection, NetSection, RunConfig, RunSection, Sampling, SelfPlaySection,
     TrainSection,
 };
+pub use diagnostics::{BufferStats, OverfitReport, buffer_stats, overfit_check};
 pub use run::{Finish, run};
 pub use rundir::{Entry, RunDir};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};

@@ -347,6 +347,28 @@ fn read_game<G: NetGame>(dir: &RunDir, key: &str) -> Result<Option<GameRecord<G>
     }
 }
 
+/// The newest games among `files` (oldest first) that fill the replay
+/// window, read and returned oldest first.
+pub(crate) fn window_games<G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    files: &[Entry],
+) -> Result<Vec<GameRecord<G>>> {
+    let mut newest = Vec::new();
+    let mut positions = 0;
+    for file in files.iter().rev() {
+        if positions >= config.buffer.window {
+            break;
+        }
+        if let Some(record) = read_game::<G>(dir, &file.key)? {
+            positions += record.plies.iter().filter(|p| p.full_search).count();
+            newest.push(record);
+        }
+    }
+    newest.reverse();
+    Ok(newest)
+}
+
 /// The newest games of the run, enough to fill the window, into a buffer,
 /// and the set of every game file seen. The trainer's own games of an
 /// iteration that never completed are removed: it is played again.
@@ -362,19 +384,8 @@ fn rebuild_buffer<G: NetGame>(
             _ => files.push(file),
         }
     }
-    let mut newest = Vec::new();
-    let mut positions = 0;
-    for file in files.iter().rev() {
-        if positions >= config.buffer.window {
-            break;
-        }
-        if let Some(record) = read_game::<G>(dir, &file.key)? {
-            positions += record.plies.iter().filter(|p| p.full_search).count();
-            newest.push(record);
-        }
-    }
     let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, config.train.value_q_weight);
-    for record in newest.into_iter().rev() {
+    for record in window_games::<G>(config, dir, &files)? {
         buffer.push(record);
     }
     if buffer.games() > 0 {
@@ -512,7 +523,7 @@ fn train<B: CapaAutodiffBackend, G: NetGame>(
     Ok(Some(report))
 }
 
-fn to_tensors<B: CapaAutodiffBackend, G: NetGame>(batch: HostBatch, device: &B::Device) -> (Tensor<B, 4>, Targets<B>) {
+pub(crate) fn to_tensors<B: Backend, G: NetGame>(batch: HostBatch, device: &B::Device) -> (Tensor<B, 4>, Targets<B>) {
     let (n, policy) = (batch.size, G::policy_size());
     let planes = Tensor::from_data(TensorData::new(batch.planes, [n, G::PLANES, G::RANKS, G::FILES]), device);
     let targets = Targets {

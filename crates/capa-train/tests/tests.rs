@@ -154,6 +154,19 @@ fn two_iterations_then_a_resumed_third() {
     assert_eq!(eval["opponent"], lines[1]["network"]);
     let games = ["wins", "draws", "losses"].map(|k| eval[k].as_u64().unwrap()).iter().sum::<u64>();
     assert_eq!(games, 2, "{eval}");
+
+    // The diagnostics read the same run.
+    let stats = capa_train::buffer_stats(&run).unwrap();
+    assert_eq!(stats.run_games, 18);
+    assert_eq!(stats.white_draw_black.iter().sum::<u64>() as usize, stats.games);
+    assert_eq!(stats.endings.values().sum::<u64>() as usize, stats.games);
+    assert_eq!(stats.targets.iter().sum::<u64>() as usize, stats.positions);
+    assert!(stats.positions > 0 && stats.lengths[2] <= stats.lengths[1] && stats.lengths[1] <= stats.lengths[3]);
+    let report = capa_train::overfit_check(&run, 16, capa_net::DeviceSpec::CPU).unwrap();
+    assert!(report.ratio().is_finite() && report.ratio() > 0.0, "{report}");
+    let too_many = capa_train::overfit_check(&run, 1_000_000, capa_net::DeviceSpec::CPU).unwrap_err();
+    assert!(format!("{too_many:#}").contains("too few"), "{too_many:#}");
+    assert!(capa_train::buffer_stats(&dir.join("no-such-run")).is_err());
     assert_eq!(game_files(&run).len(), 18);
     assert_clean(&run);
     std::fs::remove_dir_all(&dir).unwrap();
