@@ -4,6 +4,7 @@ mod bench;
 mod diagnostics;
 mod elo;
 mod matches;
+mod play;
 mod uci;
 
 use std::io::{self, Write};
@@ -205,6 +206,41 @@ enum Command {
         #[arg(long, default_value = "cpu")]
         backend: capa_net::BackendKind,
         /// The network's device index.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// Play a network in the terminal, or one move per call with --state.
+    ///
+    /// In the terminal: the board is drawn after every move; type a move in
+    /// UCI (`e2e4`) or SAN (`Nf3`), `moves` for the legal moves, `undo` to
+    /// take back your last move and the reply, `quit` to stop. With
+    /// --state FILE: each call plays --move (if given), then the network's
+    /// reply, saves the game to FILE and prints the board, then
+    /// `bestmove M`, and `result R (how)` once the game is over; a missing
+    /// FILE starts a new game (from --fen if given).
+    Play {
+        /// The network file; its game is the game played.
+        #[arg(long)]
+        net: std::path::PathBuf,
+        /// Playouts per move of the network.
+        #[arg(long, default_value_t = 800)]
+        nodes: u32,
+        /// Your colour in the terminal: `white` or `black`.
+        #[arg(long, default_value = "white", value_parser = parse_color)]
+        color: capa_rules::Color,
+        /// The start position (FEN); the game's own when absent.
+        #[arg(long)]
+        fen: Option<String>,
+        /// Keep the game in this file and play one move per call.
+        #[arg(long)]
+        state: Option<std::path::PathBuf>,
+        /// With --state: your move (UCI or SAN), played before the network's.
+        #[arg(long = "move")]
+        mv: Option<String>,
+        /// The backend: `cpu`, `wgpu` or `cuda`.
+        #[arg(long, default_value = "cpu")]
+        backend: capa_net::BackendKind,
+        /// The device index.
         #[arg(long, default_value_t = 0)]
         device: usize,
     },
@@ -462,6 +498,15 @@ fn run(cli: Cli) -> Result<()> {
             backend,
             device,
         }),
+        Command::Play { net, nodes, color, fen, state, mv, backend, device } => play::run(&play::PlayArgs {
+            net,
+            nodes,
+            color,
+            fen,
+            state,
+            mv,
+            device: capa_net::DeviceSpec { backend, index: device },
+        }),
         Command::PolicyHealth { nets, positions, seed, backend, device } => {
             diagnostics::policy_health(&nets, positions, seed, capa_net::DeviceSpec { backend, index: device })
         }
@@ -500,6 +545,15 @@ fn move_limit(nodes: Option<u64>, movetime: Option<u64>, tc: Option<matches::Mov
         (_, _, Some(clock)) => clock,
         _ => matches::MoveLimit::Nodes(800),
     })
+}
+
+/// `white` or `black`.
+fn parse_color(text: &str) -> Result<capa_rules::Color, String> {
+    match text {
+        "white" => Ok(capa_rules::Color::White),
+        "black" => Ok(capa_rules::Color::Black),
+        other => Err(format!("`{other}`: white or black")),
+    }
 }
 
 /// `--timeout` as a duration.

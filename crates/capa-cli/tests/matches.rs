@@ -183,3 +183,52 @@ fn policy_health_reports_each_network() {
     let missing = capa(&["policy-health", "/no/such.safetensors"]);
     assert!(!missing.status.success() && stderr(&missing).contains("/no/such.safetensors"));
 }
+
+#[test]
+fn play_in_the_terminal_and_by_state_file() {
+    use std::io::Write;
+    let net = network(GameKind::Chess, "a");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_capa"))
+        .args(["play", "--net", net.to_str().unwrap(), "--nodes", "8"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"moves\nNf9\nundo\nNf3\nundo\ne2e4\nquit\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(" 1  R N B Q K B N R"), "{text}");
+    assert!(text.contains("Nf3 Nh3 a3 a4"), "the legal moves, sorted: {text}");
+    assert!(text.contains("`Nf9` is not a legal move here"), "{text}");
+    assert!(text.contains("nothing to take back"), "{text}");
+    assert_eq!(text.matches("capa plays").count(), 2, "{text}");
+
+    let state = scratch("play-state.txt");
+    let _ = std::fs::remove_file(&state);
+    let call = |mv: &str| {
+        capa(&[
+            "play",
+            "--net",
+            net.to_str().unwrap(),
+            "--nodes",
+            "8",
+            "--state",
+            state.to_str().unwrap(),
+            "--move",
+            mv,
+        ])
+    };
+    let out = call("e4");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reply = stdout(&out).lines().last().unwrap().strip_prefix("bestmove ").unwrap().to_string();
+    let saved = std::fs::read_to_string(&state).unwrap();
+    assert!(saved.starts_with("capa-play chess\nfen ") && saved.contains(&format!("moves e2e4 {reply}\n")), "{saved}");
+    let out = call("e2e5");
+    assert!(!out.status.success() && stderr(&out).contains("not a legal move"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&state).unwrap(), saved, "a refused move leaves the game as it was");
+    std::fs::write(&state, "hello\n").unwrap();
+    let out = call("d4");
+    assert!(!out.status.success() && stderr(&out).contains("line 1"), "{}", stderr(&out));
+}
