@@ -159,8 +159,7 @@ pub fn script(name: &str, body: &str) -> String {
 /// The engine binary in PATH or /usr/games (where Debian puts it); `None`
 /// skips only when `CAPA_SKIP_ENGINE_TESTS=1`.
 pub fn locate(binary: &str) -> Option<PathBuf> {
-    let dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
-    let found = dirs.into_iter().chain([PathBuf::from("/usr/games")]).map(|d| d.join(binary)).find(|p| p.is_file());
+    let found = capa_data::find_program(std::path::Path::new(binary));
     if found.is_none() {
         assert_eq!(
             std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(),

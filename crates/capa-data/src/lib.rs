@@ -28,6 +28,6 @@ pub use elo::{Bisection, MatchScore, Sprt, SprtVerdict, elo_difference, expected
 pub use pgn::{PgnTags, centipawns, to_pgn, write_pgn};
 pub use record::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues};
 pub use uci::{
-    DEFAULT_TIMEOUT, EngineOption, Go, OptionKind, PvLine, SearchOutput, UciEngine, UciError, UciScore, parse_info,
-    parse_option,
+    DEFAULT_TIMEOUT, EngineOption, Go, OptionKind, PvLine, SearchOutput, UciEngine, UciError, UciScore, find_program,
+    parse_info, parse_option,
 };

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
 use std::io::{self, BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -237,7 +237,7 @@ impl UciEngine {
             .map(|word| word.to_string_lossy())
             .collect::<Vec<_>>()
             .join(" ");
-        let mut child = Command::new(program)
+        let mut child = Command::new(find_program(program).as_deref().unwrap_or(program))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -455,6 +455,21 @@ impl Drop for UciEngine {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Where `program` runs from: itself when it names a path (or is not found
+/// anywhere), else the first match on `PATH`, else Debian's `/usr/games`,
+/// where `fairy-stockfish`, `stockfish` and `sjaakii` install and which is
+/// not on every user's `PATH`.
+pub fn find_program(program: &Path) -> Option<PathBuf> {
+    if program.components().count() != 1 {
+        return program.is_file().then(|| program.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/games")])
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Hands each line of `pipe` to `take` (bytes that are not UTF-8 replaced,

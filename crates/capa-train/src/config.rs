@@ -40,6 +40,9 @@ pub struct RunConfig {
     /// `[eval]`: the new network against the previous one.
     #[serde(default)]
     pub eval: EvalSection,
+    /// `[curriculum]`: some self-play games against a UCI engine.
+    #[serde(default)]
+    pub curriculum: CurriculumSection,
 }
 
 /// `[run]`.
@@ -277,6 +280,30 @@ impl Default for EvalSection {
     }
 }
 
+/// `[curriculum]`: a share of the trainer's self-play games against a UCI
+/// engine whose `UCI_Elo` follows the network's score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CurriculumSection {
+    /// The engine command (`fairy-stockfish`); empty turns the curriculum off.
+    pub engine: String,
+    /// Share of the self-play games played against it.
+    pub fraction: f32,
+    /// Its `UCI_Elo` at the start of the run (clamped to its range).
+    pub elo: i64,
+    /// How far its `UCI_Elo` moves after an iteration in which the network
+    /// scored above 60% (up) or below 40% (down).
+    pub step: i64,
+    /// Its nodes per move (`go nodes`).
+    pub nodes: u64,
+}
+
+impl Default for CurriculumSection {
+    fn default() -> CurriculumSection {
+        CurriculumSection { engine: String::new(), fraction: 0.25, elo: 1350, step: 50, nodes: 10_000 }
+    }
+}
+
 impl RunConfig {
     /// Reads `path` and applies `sets` (`section.key=value`, in order).
     ///
@@ -396,6 +423,9 @@ impl RunConfig {
             ("run.dir", !self.run.dir.as_os_str().is_empty(), "must name a directory"),
             ("eval.games", self.eval.every == 0 || self.eval.games >= 1, "must be at least 1"),
             ("eval.simulations", (1..=1_000_000).contains(&self.eval.simulations), "must be 1 to 1000000"),
+            ("curriculum.fraction", (0.0..=1.0).contains(&self.curriculum.fraction), "must be in [0, 1]"),
+            ("curriculum.step", (0..=1000).contains(&self.curriculum.step), "must be 0 to 1000"),
+            ("curriculum.nodes", self.curriculum.nodes >= 1, "must be at least 1"),
         ];
         if let Some((key, _, message)) = more.into_iter().find(|(_, ok, _)| !ok) {
             return fail(key, message.to_string());

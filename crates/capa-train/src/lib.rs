@@ -9,6 +9,7 @@
 mod arena;
 mod buffer;
 mod config;
+mod curriculum;
 mod diagnostics;
 mod run;
 mod rundir;
@@ -17,9 +18,10 @@ mod worker;
 
 pub use buffer::{HostBatch, ReplayBuffer};
 pub use config::{
-    BufferSection, CheckpointSection, GameSection, NetSection, RunConfig, RunSection, Sampling, SelfPlaySection,
-    TrainSection,
+    BufferSection, CheckpointSection, CurriculumSection, EvalSection, GameSection, NetSection, RunConfig, RunSection,
+    Sampling, SelfPlaySection, TrainSection,
 };
+pub use curriculum::{Curriculum, CurriculumReport};
 pub use diagnostics::{BufferStats, OverfitReport, buffer_stats, overfit_check};
 pub use run::{Finish, run};
 pub use rundir::{Entry, RunDir};

@@ -42,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use crate::arena::{ArenaSettings, arena};
 use crate::buffer::{HostBatch, ReplayBuffer};
 use crate::config::RunConfig;
+use crate::curriculum::{Curriculum, CurriculumReport};
 use crate::rundir::{Entry, RunDir};
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, mix, play};
 
@@ -67,6 +68,9 @@ struct Latest {
     iteration: u64,
     checkpoint: String,
     network: String,
+    /// The curriculum engine's `UCI_Elo` for the next iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    curriculum_elo: Option<i64>,
 }
 
 /// Runs `config` until its iterations are done or `stop` is raised.
@@ -134,7 +138,9 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Result<Finish> {
         let Loop { config, dir, stop, .. } = self;
-        let (mut trainer, first_iteration, mut network) = match read_latest(dir)? {
+        let latest = read_latest(dir)?;
+        let resumed_elo = latest.as_ref().and_then(|latest| latest.curriculum_elo);
+        let (mut trainer, first_iteration, mut network) = match latest {
             Some(latest) => {
                 let key = format!("checkpoints/{}", latest.checkpoint);
                 let path = dir
@@ -156,12 +162,16 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
         };
         let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
         let settings = SelfPlaySettings::new(&config.selfplay, config.game.ply_cap);
+        // Workers play their own games: the curriculum is the trainer's.
+        let mut curriculum =
+            if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, resumed_elo)? } else { None };
         let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
         for iteration in first_iteration..=last {
             let started = Instant::now();
             // Self-play with the newest network, or the workers' games.
             let played = if config.selfplay.local {
-                play_locally(config, dir, &settings, &trainer, &device, &mut buffer, iteration, &network, stop)?
+                let games = Games { dir, settings: &settings, buffer: &mut buffer, curriculum: curriculum.as_mut() };
+                play_locally(config, games, &trainer, &device, iteration, &network, stop)?
             } else {
                 collect_worker_games(config, dir, &mut buffer, &mut seen, stop)?
             };
@@ -169,6 +179,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
                 return Ok(Finish::Interrupted);
             };
             let new_positions = stats.full_plies as usize;
+            let curriculum_report = curriculum.as_mut().map(Curriculum::end_iteration).transpose()?;
             let selfplay_seconds = started.elapsed().as_secs_f64();
 
             // Training.
@@ -192,7 +203,8 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
             let saved = Instant::now();
             let checkpoint = format!("iter-{iteration:06}.safetensors");
             dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(&trainer, path)?))?;
-            let latest = Latest { iteration, checkpoint, network: network.clone() };
+            let curriculum_elo = curriculum.as_ref().map(Curriculum::elo);
+            let latest = Latest { iteration, checkpoint, network: network.clone(), curriculum_elo };
             dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
             prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)?;
             let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
@@ -206,6 +218,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
                 [selfplay_seconds, train_seconds, checkpoint_seconds],
                 &network,
                 evaluation,
+                curriculum_report,
             );
             dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
             eprintln!("{}", metrics.summary());
@@ -217,20 +230,26 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
     }
 }
 
+/// Where the trainer's own games go, and how they are played.
+struct Games<'a, G: NetGame> {
+    dir: &'a RunDir,
+    settings: &'a SelfPlaySettings,
+    buffer: &'a mut ReplayBuffer<G>,
+    curriculum: Option<&'a mut Curriculum>,
+}
+
 /// One iteration's self-play with the trainer's network, each game written
 /// and added to the buffer as it ends. `None` when stopped.
-#[allow(clippy::too_many_arguments)]
 fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
-    dir: &RunDir,
-    settings: &SelfPlaySettings,
+    games: Games<'_, G>,
     trainer: &Trainer<B>,
     device: &B::Device,
-    buffer: &mut ReplayBuffer<G>,
     iteration: u64,
     network: &str,
     stop: &AtomicBool,
 ) -> Result<Option<SelfPlayStats>> {
+    let Games { dir, settings, buffer, curriculum } = games;
     let evaluator = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let (started, mut plies) = (Instant::now(), 0usize);
@@ -242,6 +261,7 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
         mix(config.run.seed, iteration),
         network,
         stop,
+        curriculum,
         |index, record| {
             dir.write(&format!("games/{network}/{}", game_file_name(iteration, index)), &record.to_bytes())?;
             plies += record.plies.len();
@@ -608,6 +628,8 @@ struct Metrics {
     inference_share_of_selfplay: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     eval: Option<Evaluation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    curriculum: Option<CurriculumReport>,
 }
 
 impl Metrics {
@@ -621,6 +643,7 @@ impl Metrics {
         [selfplay, training, checkpoint]: [f64; 3],
         network: &str,
         eval: Option<Evaluation>,
+        curriculum: Option<CurriculumReport>,
     ) -> Metrics {
         let per_second = |n: u64| n as f64 / stats.seconds.max(1e-9);
         let new_positions = stats.full_plies as usize;
@@ -645,10 +668,14 @@ impl Metrics {
             seconds_checkpoint: checkpoint,
             inference_share_of_selfplay: stats.inference_seconds / stats.seconds.max(1e-9),
             eval,
+            curriculum,
         }
     }
 
     fn summary(&self) -> String {
+        let curriculum = self.curriculum.as_ref().map_or_else(String::new, |c| {
+            format!("; vs engine at UCI_Elo {}: +{} ={} -{}, next {}", c.elo, c.wins, c.draws, c.losses, c.next_elo)
+        });
         let eval = self.eval.as_ref().map_or_else(String::new, |e| {
             format!(
                 "; vs previous +{} ={} -{}, Elo {:+.0} ({:+.0} to {:+.0})",
@@ -657,7 +684,7 @@ impl Metrics {
         });
         format!(
             "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} plies/s; {} steps, loss {:.3} (policy {:.3}, wdl {:.3}); \
-             {:.0}s self-play, {:.0}s training; data wait {:.0}%; network {}{eval}",
+             {:.0}s self-play, {:.0}s training; data wait {:.0}%; network {}{eval}{curriculum}",
             self.iteration,
             self.games,
             self.plies,

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Result, anyhow, bail};
 use capa_data::{Ending, GameRecord, PlyRecord, Resignation, SearchValues};
 use capa_mcts::{
     DirichletNoise, EvalError, Evaluations, Evaluator, LeafRequest, Limits, PlayoutCap, Rng, SearchParams,
@@ -13,6 +13,7 @@ use capa_mcts::{
 use capa_rules::{Color, Game, GameResult, History};
 
 use crate::config::SelfPlaySection;
+use crate::curriculum::{Curriculum, engine_color};
 
 /// How games are played, from the `[selfplay]` and `[game]` sections.
 #[derive(Clone, Debug)]
@@ -105,14 +106,22 @@ struct Slot {
     rng: Rng,
     plies: Vec<PlyRecord>,
     resignation: Resignation,
+    /// The curriculum engine's colour, in a game against it.
+    engine: Option<Color>,
 }
 
+/// How a game ended: the winner (`None`: a draw) and how.
+type Ended = (Option<Color>, Ending);
+
 /// Plays `games` games (numbered from 0) with `evaluator`; each finished
-/// game goes to `on_game(number, record)` as soon as it ends. When `stop`
-/// is raised no new game or move starts; the games in progress are dropped.
+/// game goes to `on_game(number, record)` as soon as it ends. With a
+/// `curriculum`, a share of the games is played against its engine. When
+/// `stop` is raised no new game or move starts; the games in progress are
+/// dropped.
 ///
 /// # Errors
-/// The search's or the evaluator's failure, or `on_game`'s.
+/// The search's, the evaluator's or the curriculum engine's failure, or `on_game`'s.
+#[allow(clippy::too_many_arguments)]
 pub fn play<G, E>(
     evaluator: &E,
     settings: &SelfPlaySettings,
@@ -120,6 +129,7 @@ pub fn play<G, E>(
     seed: u64,
     network: &str,
     stop: &AtomicBool,
+    mut curriculum: Option<&mut Curriculum>,
     mut on_game: impl FnMut(u32, GameRecord<G>) -> Result<()>,
 ) -> Result<SelfPlayStats>
 where
@@ -131,6 +141,7 @@ where
     let mut stats = SelfPlayStats::default();
     let concurrent = settings.concurrent.clamp(1, games.max(1) as usize);
     let new_history = || History::new(G::startpos()).with_ply_cap(settings.ply_cap);
+    let fraction = curriculum.as_ref().map_or(0.0, |c| c.fraction);
     let mut next_game = 0u32;
     let mut slots = Vec::with_capacity(concurrent);
     let mut trees = Vec::with_capacity(concurrent);
@@ -143,8 +154,9 @@ where
         let game_seed = mix(seed, u64::from(index));
         let mut rng = Rng::new(game_seed);
         let enabled = settings.resign_threshold > 0.0 && rng.uniform() >= f64::from(settings.resign_disabled_fraction);
-        let slot =
-            Slot { index, rng, plies: Vec::new(), resignation: Resignation { enabled, would_have_resigned: None } };
+        let engine = if fraction > 0.0 { engine_color(fraction, rng.uniform(), index) } else { None };
+        let resignation = Resignation { enabled, would_have_resigned: None };
+        let slot = Slot { index, rng, plies: Vec::new(), resignation, engine };
         let fresh = match tree {
             Some(tree) => {
                 tree.set_history(new_history()).map_err(|e| anyhow!("{e}"))?;
@@ -165,6 +177,9 @@ where
     }
     for (tree, slot) in trees.iter_mut().zip(&mut slots) {
         let slot = slot.as_mut().expect("just started");
+        if engine_moves(tree, slot, curriculum.as_deref_mut())?.is_some() {
+            bail!("a game ended before the network's first move");
+        }
         let (limits, full) = settings.cap.draw(&mut slot.rng);
         tree.start(limits, full).map_err(|e| anyhow!("{e}"))?;
     }
@@ -177,14 +192,27 @@ where
         let mut step = || -> Result<()> {
             let Some(slot) = slots[i].as_mut() else { return Ok(()) };
             stats.playouts += u64::from(result.playouts);
-            let ended = advance(tree, slot, &result, settings)?;
-            if let Some((winner, ending)) = ended {
+            let mut ended = match advance(tree, slot, &result, settings)? {
+                Some(ended) => Some(ended),
+                None => engine_moves(tree, slot, curriculum.as_deref_mut())?,
+            };
+            // A finished game makes room for the next, which may open with
+            // the engine's move (and, in principle, end there).
+            while let Some((winner, ending)) = ended.take() {
                 let slot = slots[i].take().expect("in progress");
+                if let (Some(engine), Some(curriculum)) = (slot.engine, curriculum.as_deref_mut()) {
+                    curriculum.count(match winner {
+                        None => GameResult::Draw,
+                        Some(winner) if winner == engine => GameResult::Loss,
+                        Some(_) => GameResult::Win,
+                    });
+                }
                 let (index, record) = finish(tree, slot, winner, ending, network);
                 stats.count(&record);
                 on_game(index, record)?;
                 if let Some((slot, _)) = start_game(Some(tree))? {
-                    slots[i] = Some(slot);
+                    let slot = slots[i].insert(slot);
+                    ended = engine_moves(tree, slot, curriculum.as_deref_mut())?;
                 }
             }
             if stop.load(Ordering::Relaxed) {
@@ -209,6 +237,36 @@ where
     Ok(stats)
 }
 
+/// Plays the curriculum engine's moves while it is its turn; how the game
+/// ended if it did.
+fn engine_moves<G: Game>(
+    tree: &mut Tree<G>,
+    slot: &mut Slot,
+    mut curriculum: Option<&mut Curriculum>,
+) -> Result<Option<Ended>> {
+    let Some(color) = slot.engine else { return Ok(None) };
+    while tree.history().current().turn() == color && tree.history().outcome().is_none() {
+        let curriculum = curriculum.as_deref_mut().ok_or_else(|| anyhow!("a curriculum game without an engine"))?;
+        let (m, ply) = curriculum.reply(tree.history())?;
+        slot.plies.push(ply);
+        tree.advance(m).map_err(|e| anyhow!("{e}"))?;
+    }
+    Ok(outcome(tree.history()))
+}
+
+/// How the game ended, if it did.
+fn outcome<G: Game>(history: &History<G>) -> Option<Ended> {
+    history.outcome().map(|outcome| {
+        let to_move = history.current().turn();
+        let winner = match outcome.result {
+            GameResult::Win => Some(to_move),
+            GameResult::Loss => Some(!to_move),
+            GameResult::Draw => None,
+        };
+        (winner, Ending::Rules(outcome.reason))
+    })
+}
+
 /// Records the search of this ply, plays the chosen move, and says whether
 /// (and how) the game ended: the winner and the ending.
 fn advance<G: Game>(
@@ -216,7 +274,7 @@ fn advance<G: Game>(
     slot: &mut Slot,
     result: &SearchResult<G>,
     settings: &SelfPlaySettings,
-) -> Result<Option<(Option<Color>, Ending)>> {
+) -> Result<Option<Ended>> {
     let position = tree.history().current().clone();
     let best = result.best().ok_or_else(|| anyhow!("a search at a position with no legal move"))?;
     let values = |q, d, m| SearchValues { q, d, m };
@@ -241,15 +299,7 @@ fn advance<G: Game>(
     let temperature = settings.temperature.at(ply);
     let m = result.choose(temperature, &mut slot.rng).expect("a best move exists");
     tree.advance(m).map_err(|e| anyhow!("{e}"))?;
-    Ok(tree.history().outcome().map(|outcome| {
-        let to_move = tree.history().current().turn();
-        let winner = match outcome.result {
-            GameResult::Win => Some(to_move),
-            GameResult::Loss => Some(!to_move),
-            GameResult::Draw => None,
-        };
-        (winner, Ending::Rules(outcome.reason))
-    }))
+    Ok(outcome(tree.history()))
 }
 
 /// The finished game's record.

@@ -76,7 +76,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
         let first = next;
         let mut pgn = String::new();
         let seed = mix(worker_seed, first);
-        let stats = play::<G, _>(evaluator, &settings, games, seed, network, stop, |index, record| {
+        let stats = play::<G, _>(evaluator, &settings, games, seed, network, stop, None, |index, record| {
             let number = first + u64::from(index);
             dir.write(&format!("games/{network}/{worker}-{number:08}.capa"), &record.to_bytes())?;
             pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{worker}.{number}")));

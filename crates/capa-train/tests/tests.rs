@@ -240,6 +240,7 @@ fn bad_configs_are_refused_before_any_work() {
         ("", vec!["buffer.sampling=random"], vec!["--set buffer.sampling=random", "uniform"]),
         ("", vec!["run.backend=tpu"], vec!["--set run.backend=tpu"]),
         ("[eval]\nevery = 1\nsimulations = 0\n", vec![], vec!["eval.simulations (line 3)", "1 to 1000000"]),
+        ("", vec!["curriculum.fraction=2"], vec!["curriculum.fraction", "[0, 1]"]),
     ];
     for (text, sets, expected) in cases {
         let config = dir.join("bad.toml");
@@ -454,4 +455,48 @@ fn a_trainer_and_a_worker_share_an_s3_bucket() {
     assert!(error.contains("changed by another process"), "{error}");
     run.publish_latest(&current).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_curriculum_plays_fairy_stockfish_and_moves_its_level() {
+    let Some(engine) = capa_data::find_program(Path::new("fairy-stockfish")) else {
+        assert_eq!(std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(), Ok("1"), "fairy-stockfish is missing");
+        return;
+    };
+    let dir = scratch("curriculum");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    let engine_set = format!("curriculum.engine={}", engine.display());
+    let sets = [engine_set.as_str(), "curriculum.fraction=1", "curriculum.nodes=1", "run.iterations=1"];
+    let output = train(&config, &run, &sets);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("vs engine at UCI_Elo 1350"));
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().last().unwrap())
+            .unwrap();
+    let curriculum = &line["curriculum"];
+    let games = ["wins", "draws", "losses"].map(|k| curriculum[k].as_u64().unwrap()).iter().sum::<u64>();
+    assert_eq!(games, 6, "every game against the engine: {curriculum}");
+    // Only the network's moves are training positions.
+    assert!(line["new_positions"].as_u64().unwrap() < line["plies"].as_u64().unwrap(), "{line}");
+    let next = curriculum["next_elo"].as_i64().unwrap();
+    let latest = std::fs::read_to_string(run.join("checkpoints/latest.json")).unwrap();
+    assert!(latest.contains(&format!("\"curriculum_elo\": {next}")), "{latest}");
+    // The resumed run starts where the level was left.
+    let sets = [engine_set.as_str(), "curriculum.fraction=1", "curriculum.nodes=1", "run.iterations=2"];
+    let output = train(&config, &run, &sets);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains(&format!("vs engine at UCI_Elo {next}")), "{log}");
+    // Game records replay, engine moves included.
+    for file in game_files(&run) {
+        GameRecord::<Capablanca>::read(&file).unwrap();
+    }
+    let bad = train_expecting_failure(&config, &dir.join("bad-run"), &["curriculum.engine=/no/such/engine"]);
+    assert!(bad.contains("/no/such/engine"), "{bad}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs the trainer expecting it to fail; its stderr.
+fn train_expecting_failure(config: &Path, run_dir: &Path, sets: &[&str]) -> String {
+    let output = command(config, run_dir, sets).output().unwrap();
+    assert!(!output.status.success(), "the run succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }

@@ -1,0 +1,157 @@
+//! `[curriculum]`: a share of the trainer's self-play games is played
+//! against a UCI engine at a set strength (Fairy-Stockfish's `UCI_Elo`),
+//! raised when the network scores well and lowered when it scores badly.
+//!
+//! Only the network's moves are training positions; the engine's are
+//! recorded as moves without a search (as fast searches are), so the game
+//! replays and its result still teaches the value head. The engine answers
+//! from the search driver's thread, one position at a time.
+
+use anyhow::{Context, Result, bail};
+use capa_data::{Go, MatchScore, OptionKind, PlyRecord, SearchValues, UciEngine};
+use capa_rules::{Color, Game, GameResult, History};
+use serde::Serialize;
+
+use crate::config::CurriculumSection;
+
+/// The engine, its current strength, and this iteration's results.
+pub struct Curriculum {
+    engine: UciEngine,
+    command: String,
+    go: Go,
+    /// The engine's current `UCI_Elo`.
+    elo: i64,
+    range: (i64, i64),
+    step: i64,
+    /// Share of games played against the engine.
+    pub fraction: f32,
+    score: MatchScore,
+}
+
+/// One iteration's curriculum games, from the network's side.
+#[derive(Clone, Debug, Serialize)]
+pub struct CurriculumReport {
+    /// The engine's `UCI_Elo` during the iteration.
+    pub elo: i64,
+    /// Games the network won, drew and lost against it.
+    pub wins: u32,
+    /// Draws.
+    pub draws: u32,
+    /// Losses.
+    pub losses: u32,
+    /// The `UCI_Elo` for the next iteration.
+    pub next_elo: i64,
+}
+
+impl Curriculum {
+    /// Starts the engine of `section` for game `G` at `elo` (the section's
+    /// starting strength when `None`); `None` when the curriculum is off.
+    ///
+    /// # Errors
+    /// An engine that cannot start, play `G`, or limit its strength.
+    pub fn start<G: Game>(section: &CurriculumSection, elo: Option<i64>) -> Result<Option<Curriculum>> {
+        if section.engine.trim().is_empty() || section.fraction == 0.0 {
+            return Ok(None);
+        }
+        let command = section.engine.trim().to_string();
+        let mut engine = UciEngine::start(&command).with_context(|| format!("[curriculum] engine `{command}`"))?;
+        if engine.option("UCI_Variant").is_some() {
+            engine.set_option("UCI_Variant", G::NAME)?;
+        } else if G::NAME != "chess" {
+            bail!("[curriculum] engine `{command}` has no UCI_Variant option: it cannot play {}", G::NAME);
+        }
+        let range = match engine.option("UCI_Elo").map(|o| &o.kind) {
+            Some(&OptionKind::Spin { min, max }) if engine.option("UCI_LimitStrength").is_some() => (min, max),
+            _ => bail!("[curriculum] engine `{command}` cannot limit its strength (no UCI_LimitStrength and UCI_Elo)"),
+        };
+        engine.set_option("UCI_LimitStrength", "true")?;
+        let mut curriculum = Curriculum {
+            engine,
+            command,
+            go: Go::Nodes(section.nodes),
+            elo: 0,
+            range,
+            step: section.step,
+            fraction: section.fraction,
+            score: MatchScore::default(),
+        };
+        curriculum.set_elo(elo.unwrap_or(section.elo))?;
+        curriculum.engine.new_game()?;
+        Ok(Some(curriculum))
+    }
+
+    /// The engine's current `UCI_Elo`.
+    pub fn elo(&self) -> i64 {
+        self.elo
+    }
+
+    fn set_elo(&mut self, elo: i64) -> Result<()> {
+        self.elo = elo.clamp(self.range.0, self.range.1);
+        self.engine.set_option("UCI_Elo", &self.elo.to_string())?;
+        Ok(())
+    }
+
+    /// The engine's move at the end of `history`, and the record of that
+    /// ply: one move with all the visits, no search values, not a
+    /// training position.
+    ///
+    /// # Errors
+    /// An engine that fails or answers with an illegal move.
+    pub fn reply<G: Game>(&mut self, history: &History<G>) -> Result<(G::Move, PlyRecord)> {
+        let moves: Vec<String> = history.moves().iter().map(ToString::to_string).collect();
+        let position = format!("fen {} moves {}", history.start().fen(), moves.join(" "));
+        let output = self.engine.go(&position, self.go).with_context(|| format!("[curriculum] `{}`", self.command))?;
+        let best = output.best.with_context(|| format!("[curriculum] `{}` found no move", self.command))?;
+        let current = history.current();
+        let m = current.parse_uci(&best).with_context(|| format!("[curriculum] `{}` played {best}", self.command))?;
+        let none = SearchValues { q: 0.0, d: 0.0, m: 0.0 };
+        let ply = PlyRecord {
+            full_search: false,
+            root: none,
+            best: none,
+            visits: vec![(current.policy_index(m) as u16, 1.0)],
+        };
+        Ok((m, ply))
+    }
+
+    /// Counts a finished curriculum game, `result` for the network.
+    pub fn count(&mut self, result: GameResult) {
+        match result {
+            GameResult::Win => self.score.wins += 1,
+            GameResult::Draw => self.score.draws += 1,
+            GameResult::Loss => self.score.losses += 1,
+        }
+    }
+
+    /// Ends an iteration: its report, and the engine's strength moved a
+    /// step up if the network scored above 60%, down below 40%.
+    ///
+    /// # Errors
+    /// An engine that no longer takes options.
+    pub fn end_iteration(&mut self) -> Result<CurriculumReport> {
+        let score = std::mem::take(&mut self.score);
+        let played = self.elo;
+        if score.games() > 0 {
+            let s = score.fraction();
+            if s > 0.6 {
+                self.set_elo(played + self.step)?;
+            } else if s < 0.4 {
+                self.set_elo(played - self.step)?;
+            }
+        }
+        Ok(CurriculumReport {
+            elo: played,
+            wins: score.wins,
+            draws: score.draws,
+            losses: score.losses,
+            next_elo: self.elo,
+        })
+    }
+}
+
+/// Which games of an iteration the engine plays, and its colour: a game is
+/// the engine's with probability `fraction` (drawn from the game's own
+/// random stream), and the engine alternates colours by game number.
+pub fn engine_color(fraction: f32, draw: f64, index: u32) -> Option<Color> {
+    (draw < f64::from(fraction)).then_some(if index.is_multiple_of(2) { Color::Black } else { Color::White })
+}
