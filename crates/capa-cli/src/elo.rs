@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use capa_data::{Bisection, OptionKind, UciEngine};
-use capa_net::BackendKind;
+use capa_net::DeviceSpec;
 
 use crate::matches::{self, MatchArgs, MoveLimit};
 
@@ -36,10 +36,8 @@ pub struct EloArgs {
     pub concurrency: usize,
     /// How long an answer may take beyond the move's own time.
     pub timeout: Duration,
-    /// The network's backend.
-    pub backend: BackendKind,
-    /// The network's device.
-    pub device: usize,
+    /// Where the network runs.
+    pub device: DeviceSpec,
 }
 
 /// Runs the bisection, printing every probe and then the estimate.
@@ -84,7 +82,6 @@ pub fn run(args: &EloArgs) -> Result<()> {
             sprt: None,
             ply_cap: 0,
             timeout: args.timeout,
-            backend: args.backend,
             device: args.device,
         })?;
         probes += 1;

@@ -67,12 +67,8 @@ enum Command {
         /// network or checkpoint capa wrote.
         #[arg(long)]
         net: std::path::PathBuf,
-        /// The backend: `cpu`, `wgpu` or `cuda` (the last two need the cargo features of the same name).
-        #[arg(long, default_value = "cpu")]
-        backend: capa_net::BackendKind,
-        /// The device's index on the backend.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
     /// Play games between two players and measure the Elo difference.
     ///
@@ -90,17 +86,8 @@ enum Command {
         /// Games to play (rounded up to an even number).
         #[arg(long, default_value_t = 100)]
         games: u32,
-        /// Nodes per move (`go nodes`; playouts for a network). The default
-        /// limit when none is given: 800.
-        #[arg(long, group = "limit")]
-        nodes: Option<u64>,
-        /// Milliseconds per move (`go movetime`).
-        #[arg(long, group = "limit")]
-        movetime: Option<u64>,
-        /// A clock per game and player: `BASE+INC` in seconds, such as `10+0.1`.
-        /// Running out of time loses.
-        #[arg(long, group = "limit", value_parser = matches::parse_clock)]
-        tc: Option<matches::MoveLimit>,
+        #[command(flatten)]
+        limit: LimitArgs,
         /// The game, needed when neither player is a network.
         #[arg(long, value_enum)]
         variant: Option<Variant>,
@@ -138,12 +125,8 @@ enum Command {
         /// one that takes longer loses the game.
         #[arg(long, default_value_t = 60.0)]
         timeout: f64,
-        /// The backend for network players: `cpu`, `wgpu` or `cuda`.
-        #[arg(long, default_value = "cpu")]
-        backend: capa_net::BackendKind,
-        /// The device's index on the backend, for network players.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
     /// A network's Elo on a UCI engine's `UCI_Elo` scale, by bisection.
     ///
@@ -166,15 +149,8 @@ enum Command {
         /// Games per probe (rounded up to an even number).
         #[arg(long, default_value_t = 20)]
         games: u32,
-        /// Nodes per move for both (the default limit: 800).
-        #[arg(long, group = "limit")]
-        nodes: Option<u64>,
-        /// Milliseconds per move for both.
-        #[arg(long, group = "limit")]
-        movetime: Option<u64>,
-        /// A clock per game: `BASE+INC` in seconds.
-        #[arg(long, group = "limit", value_parser = matches::parse_clock)]
-        tc: Option<matches::MoveLimit>,
+        #[command(flatten)]
+        limit: LimitArgs,
         /// The bracket's lower end (default: the engine's UCI_Elo minimum).
         #[arg(long)]
         low: Option<f64>,
@@ -202,12 +178,8 @@ enum Command {
         /// Seconds an engine may take to answer beyond the move's own time.
         #[arg(long, default_value_t = 60.0)]
         timeout: f64,
-        /// The network's backend: `cpu`, `wgpu` or `cuda`.
-        #[arg(long, default_value = "cpu")]
-        backend: capa_net::BackendKind,
-        /// The network's device index.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
     /// Play a network in the terminal, or one move per call with --state.
     ///
@@ -237,12 +209,8 @@ enum Command {
         /// With --state: your move (UCI or SAN), played before the network's.
         #[arg(long = "move")]
         mv: Option<String>,
-        /// The backend: `cpu`, `wgpu` or `cuda`.
-        #[arg(long, default_value = "cpu")]
-        backend: capa_net::BackendKind,
-        /// The device index.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
     /// How peaked each network's policy is: the mean, over positions of
     /// seeded random games (up to 60 plies), of the largest prior times the
@@ -258,12 +226,8 @@ enum Command {
         /// Seeds the random games (the same positions for every network).
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// The backend: `cpu`, `wgpu` or `cuda`.
-        #[arg(long, default_value = "cpu")]
-        backend: capa_net::BackendKind,
-        /// The device index.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
     /// The replay window of a run (the newest games that fill
     /// `buffer.window`): results, endings, game lengths, and the value
@@ -281,12 +245,8 @@ enum Command {
         /// Positions at each end of the window.
         #[arg(long, default_value_t = 2048)]
         positions: usize,
-        /// The backend: `cpu`, `wgpu` or `cuda`.
-        #[arg(long, default_value = "cpu")]
-        backend: capa_net::BackendKind,
-        /// The device index.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
     /// Measure a component; benches/ compares the figures with real peers.
     Bench {
@@ -342,12 +302,8 @@ enum BenchCommand {
         /// The game, which sets the input planes, board and policy width.
         #[arg(long, value_enum, default_value = "capablanca")]
         variant: Variant,
-        /// The backend: `cpu`, `wgpu` or `cuda` (the last two need the cargo features of the same name).
-        #[arg(long, default_value = "cpu")]
-        backend: capa_net::BackendKind,
-        /// The device's index on the backend.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
         /// The large batch, for inference and training.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
         batch: u32,
@@ -355,6 +311,52 @@ enum BenchCommand {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+}
+
+/// Where a network runs.
+#[derive(clap::Args, Debug)]
+struct DeviceArgs {
+    /// The backend: `cpu`, `wgpu` or `cuda` (the last two need the cargo features of the same name).
+    #[arg(long, default_value = "cpu")]
+    backend: capa_net::BackendKind,
+    /// The device's index on the backend.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+impl DeviceArgs {
+    fn spec(&self) -> capa_net::DeviceSpec {
+        capa_net::DeviceSpec { backend: self.backend, index: self.device }
+    }
+}
+
+/// How long each move of a match may take; one of the three.
+#[derive(clap::Args, Debug)]
+#[group(multiple = false)]
+struct LimitArgs {
+    /// Nodes per move (`go nodes`; playouts for a network). The default
+    /// limit when none is given: 800.
+    #[arg(long)]
+    nodes: Option<u64>,
+    /// Milliseconds per move (`go movetime`).
+    #[arg(long)]
+    movetime: Option<u64>,
+    /// A clock per game and player: `BASE+INC` in seconds, such as `10+0.1`.
+    /// Running out of time loses.
+    #[arg(long, value_parser = matches::parse_clock)]
+    tc: Option<matches::MoveLimit>,
+}
+
+impl LimitArgs {
+    fn limit(&self) -> Result<matches::MoveLimit> {
+        Ok(match (self.nodes, self.movetime, self.tc) {
+            (Some(0), ..) | (_, Some(0), _) => anyhow::bail!("--nodes and --movetime must be at least 1"),
+            (Some(n), ..) => matches::MoveLimit::Nodes(n),
+            (_, Some(ms), _) => matches::MoveLimit::MoveTime(ms),
+            (_, _, Some(clock)) => clock,
+            _ => matches::MoveLimit::Nodes(800),
+        })
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -431,9 +433,7 @@ fn run(cli: Cli) -> Result<()> {
             a,
             b,
             games,
-            nodes,
-            movetime,
-            tc,
+            limit,
             variant,
             openings,
             random_plies,
@@ -445,7 +445,6 @@ fn run(cli: Cli) -> Result<()> {
             option_a,
             option_b,
             timeout,
-            backend,
             device,
         } => matches::run(&matches::MatchArgs {
             players: [a, b],
@@ -460,17 +459,14 @@ fn run(cli: Cli) -> Result<()> {
             sprt,
             ply_cap,
             timeout: seconds(timeout)?,
-            backend,
-            device,
-            limit: move_limit(nodes, movetime, tc)?,
+            device: device.spec(),
+            limit: limit.limit()?,
         }),
         Command::Elo {
             net,
             engine,
             games,
-            nodes,
-            movetime,
-            tc,
+            limit,
             low,
             high,
             tolerance,
@@ -480,13 +476,12 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             concurrency,
             timeout,
-            backend,
             device,
         } => elo::run(&elo::EloArgs {
             net,
             engine,
             games,
-            limit: move_limit(nodes, movetime, tc)?,
+            limit: limit.limit()?,
             bracket: (low, high),
             tolerance,
             max_probes,
@@ -495,56 +490,38 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             concurrency,
             timeout: seconds(timeout)?,
-            backend,
-            device,
+            device: device.spec(),
         }),
-        Command::Play { net, nodes, color, fen, state, mv, backend, device } => play::run(&play::PlayArgs {
-            net,
-            nodes,
-            color,
-            fen,
-            state,
-            mv,
-            device: capa_net::DeviceSpec { backend, index: device },
-        }),
-        Command::PolicyHealth { nets, positions, seed, backend, device } => {
-            diagnostics::policy_health(&nets, positions, seed, capa_net::DeviceSpec { backend, index: device })
+        Command::Play { net, nodes, color, fen, state, mv, device } => {
+            play::run(&play::PlayArgs { net, nodes, color, fen, state, mv, device: device.spec() })
+        }
+        Command::PolicyHealth { nets, positions, seed, device } => {
+            diagnostics::policy_health(&nets, positions, seed, device.spec())
         }
         Command::BufferStats { run } => {
             println!("{}", capa_train::buffer_stats(&run)?);
             Ok(())
         }
-        Command::OverfitCheck { run, positions, backend, device } => {
+        Command::OverfitCheck { run, positions, device } => {
             if positions == 0 {
                 anyhow::bail!("--positions must be at least 1");
             }
-            let report = capa_train::overfit_check(&run, positions, capa_net::DeviceSpec { backend, index: device })?;
+            let report = capa_train::overfit_check(&run, positions, device.spec())?;
             println!("{report}");
             Ok(())
         }
-        Command::Uci { net, backend, device } => uci::run(&uci::EngineArgs { net, backend, device }),
-        Command::Bench { what: BenchCommand::Net { size, variant, backend, device, batch, seconds } } => {
+        Command::Uci { net, device } => uci::run(&uci::EngineArgs { net, device: device.spec() }),
+        Command::Bench { what: BenchCommand::Net { size, variant, device, batch, seconds } } => {
             let game = variant.kind();
             if !(seconds.is_finite() && seconds >= 0.0) {
                 anyhow::bail!("--seconds must be a non-negative number, not {seconds}");
             }
             let config = capa_net::NetConfig::preset(&size, game).context("--size")?;
             let args = bench::NetBench { config, batch: batch as usize, seconds };
-            capa_net::with_backend(capa_net::DeviceSpec { backend, index: device }, &args)??;
+            capa_net::with_backend(device.spec(), &args)??;
             Ok(())
         }
     }
-}
-
-/// The move limit of `--nodes`, `--movetime` or `--tc` (800 nodes without one).
-fn move_limit(nodes: Option<u64>, movetime: Option<u64>, tc: Option<matches::MoveLimit>) -> Result<matches::MoveLimit> {
-    Ok(match (nodes, movetime, tc) {
-        (Some(0), ..) | (_, Some(0), _) => anyhow::bail!("--nodes and --movetime must be at least 1"),
-        (Some(n), ..) => matches::MoveLimit::Nodes(n),
-        (_, Some(ms), _) => matches::MoveLimit::MoveTime(ms),
-        (_, _, Some(clock)) => clock,
-        _ => matches::MoveLimit::Nodes(800),
-    })
 }
 
 /// `white` or `black`.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use capa_data::{Go, MatchScore, PgnTags, Sprt, SprtVerdict, UciEngine, write_atomically, write_pgn};
 use capa_mcts::{Rng, random_opening};
-use capa_net::{BackendKind, GameKind};
+use capa_net::{DeviceSpec, GameKind};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, GameResult, History};
@@ -66,10 +66,8 @@ pub struct MatchArgs {
     pub ply_cap: u32,
     /// The longest any answer may take beyond the move's own time.
     pub timeout: Duration,
-    /// Backend and device for network players.
-    pub backend: BackendKind,
-    /// The device index for network players.
-    pub device: usize,
+    /// Where network players run.
+    pub device: DeviceSpec,
 }
 
 /// Runs the match and prints its result.
@@ -164,8 +162,8 @@ fn player(args: &MatchArgs, index: usize) -> Result<Player> {
         let program = std::env::current_exe().context("cannot find the capa executable to run the network with")?;
         let label = path.file_stem().map_or_else(|| spec.clone(), |s| s.to_string_lossy().into_owned());
         let net = path.to_string_lossy().into_owned();
-        let engine_args =
-            ["uci", "--net", &net, "--backend", &args.backend.to_string(), "--device", &args.device.to_string()];
+        let (backend, device) = (args.device.backend.to_string(), args.device.index.to_string());
+        let engine_args = ["uci", "--net", &net, "--backend", &backend, "--device", &device];
         return Ok(Player {
             program,
             args: engine_args.map(String::from).to_vec(),

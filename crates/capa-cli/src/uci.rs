@@ -43,10 +43,8 @@ const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 pub struct EngineArgs {
     /// The network file.
     pub net: PathBuf,
-    /// The backend, until `setoption name Backend` changes it.
-    pub backend: BackendKind,
-    /// The device index, until `setoption name Device` changes it.
-    pub device: usize,
+    /// The backend and device, until `setoption name Backend` or `Device` changes them.
+    pub device: DeviceSpec,
 }
 
 /// Runs the engine on stdin and stdout until `quit` or the end of the input.
@@ -124,8 +122,8 @@ impl<G: NetGame> Engine<G> {
                 temperature: 0.0,
                 minibatch: DEFAULT_MINIBATCH,
                 move_overhead: Duration::from_millis(30),
-                backend: args.backend,
-                device: args.device,
+                backend: args.device.backend,
+                device: args.device.index,
             },
             evaluator: None,
             loaded_on: None,
