@@ -11,6 +11,7 @@
 #   net-vs-torch.txt    the same against PyTorch on the same GPU (when torch is there)
 #   search-scaling.txt  the search over the machine's cores
 #   train-cuda.txt      one iteration of configs/capablanca.toml (fewer games), metrics.jsonl
+#   uci-cuda.txt        capa uci on CUDA: a match of that iteration's network against itself
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-target/gpu-check}}
@@ -52,5 +53,12 @@ if [ -x "$capa_train" ]; then
       --set selfplay.games=256 --set train.steps=50
     cat "$OUT/train-run/metrics.jsonl"
   } 2>&1 | tr '\r' '\n' | grep -v '^\s*$' | tail -20 | tee "$OUT/train-cuda.txt"
-  rm -rf "$OUT/train-run"
 fi
+
+# The UCI engine on CUDA: the trained network against itself through
+# `capa match` (two `capa uci` processes on the GPU), 800 nodes a move.
+if [ -x "$capa_train" ] && [ -d "$OUT/train-run/nets" ]; then
+  net=$(ls "$OUT/train-run/nets"/*.safetensors | head -1)
+  "$capa" match "$net" "$net" --games 4 --nodes 800 --backend cuda --ply-cap 120 2>&1 | tail -3 | tee "$OUT/uci-cuda.txt"
+fi
+rm -rf "$OUT/train-run"
