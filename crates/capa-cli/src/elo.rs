@@ -85,9 +85,17 @@ pub fn run(args: &EloArgs) -> Result<()> {
             device: args.device,
         })?;
         probes += 1;
-        let estimate = elo + capa_data::elo_difference(score.fraction());
+        // A probe without a point (or without a lost point) bounds the
+        // strength on one side only.
+        let estimate = if score.wins + score.draws == 0 {
+            format!("far below {elo:.0}")
+        } else if score.losses + score.draws == 0 {
+            format!("far above {elo:.0}")
+        } else {
+            format!("{:.0}", elo + capa_data::elo_difference(score.fraction()))
+        };
         println!(
-            "probe {probes}: UCI_Elo {elo:.0}: +{} ={} -{}, score {:.1}%, estimate {estimate:.0}",
+            "probe {probes}: UCI_Elo {elo:.0}: +{} ={} -{}, score {:.1}%, estimate {estimate}",
             score.wins,
             score.draws,
             score.losses,
@@ -96,8 +104,18 @@ pub fn run(args: &EloArgs) -> Result<()> {
         bisection.record(elo, score);
     }
     let (estimate, low, high) = bisection.estimate().context("no probe was played")?;
+    let probed = bisection.probes().iter().map(|p| p.0);
+    let (lowest, highest) = probed.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), e| (l.min(e), h.max(e)));
+    // An estimate at the end of the searched range is a bound, not a value.
+    let elo = if estimate <= lowest - 999.0 {
+        format!("at most {high:.0} (95%)")
+    } else if estimate >= highest + 999.0 {
+        format!("at least {low:.0} (95%)")
+    } else {
+        format!("{estimate:.0} (95%: {low:.0} to {high:.0})")
+    };
     println!(
-        "Elo {estimate:.0} (95%: {low:.0} to {high:.0}) on {}'s UCI_Elo scale, from {probes} probes of {} games",
+        "Elo {elo} on {}'s UCI_Elo scale, from {probes} probes of {} games",
         args.engine,
         args.games.div_ceil(2) * 2
     );

@@ -136,9 +136,9 @@ enum Command {
     /// than --tolerance, a probe scores 45% to 55%, or after --max-probes.
     /// Prints `probe N: UCI_Elo E: +W =D -L, score S%, estimate X` per probe
     /// (X = E - 400 log10(1/S - 1)), then `Elo X (95%: LOW to HIGH) ...`: the
-    /// strength that makes all probes' results most likely. An estimate far
-    /// below the bracket says only "weaker than the engine's weakest
-    /// setting". The network decides the game.
+    /// strength that makes all probes' results most likely; `Elo at most
+    /// HIGH (95%)` when every game was lost (`at least LOW` when every game
+    /// was won). The network decides the game.
     Elo {
         /// The network file.
         #[arg(long)]
