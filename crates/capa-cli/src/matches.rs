@@ -22,6 +22,8 @@ use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, GameResult, History};
 
+use crate::uci::play_uci_moves;
+
 /// How long each move may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MoveLimit {
@@ -240,10 +242,7 @@ fn parse_opening<G: Game>(line: &str) -> Result<History<G>> {
         (G::startpos(), line.strip_prefix("moves ").unwrap_or(line))
     };
     let mut history = History::new(start);
-    for (i, text) in moves.split_whitespace().enumerate() {
-        let m = history.current().parse_uci(text).with_context(|| format!("move {}", i + 1))?;
-        history.play(m);
-    }
+    play_uci_moves(&mut history, moves.split_whitespace())?;
     if let Some(outcome) = history.outcome() {
         bail!("the game is already over ({})", outcome.reason);
     }

@@ -12,6 +12,8 @@ use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, GameResult, History, MoveList};
 
+use crate::uci::play_uci_moves;
+
 /// What `capa play` needs.
 pub struct PlayArgs {
     /// The network file.
@@ -283,10 +285,7 @@ fn read_state<G: Game>(text: &str) -> Result<History<G>> {
     let fen = lines.next().and_then(|l| l.strip_prefix("fen ")).context("line 2: expected `fen <FEN>`")?;
     let mut history = History::new(G::from_fen(fen).context("line 2")?);
     let moves = lines.next().and_then(|l| l.strip_prefix("moves")).context("line 3: expected `moves ...`")?;
-    for (i, text) in moves.split_whitespace().enumerate() {
-        let m = history.current().parse_uci(text).with_context(|| format!("line 3, move {}", i + 1))?;
-        history.play(m);
-    }
+    play_uci_moves(&mut history, moves.split_whitespace()).context("line 3")?;
     Ok(history)
 }
 

@@ -530,11 +530,19 @@ fn parse_position<G: Game>(args: &[&str]) -> Result<History<G>> {
         _ => bail!("expected `position startpos` or `position fen <fen>`, then optionally `moves ...`"),
     };
     let mut history = History::new(start);
-    for (i, text) in args.get(moves_at + 1..).unwrap_or_default().iter().enumerate() {
+    play_uci_moves(&mut history, args.get(moves_at + 1..).unwrap_or_default().iter().copied())?;
+    Ok(history)
+}
+
+/// Plays moves in UCI notation onto `history`; an illegal or malformed one
+/// is an error naming its number in the list. The one way every command
+/// (`position`, openings files, `capa play`'s state) reads a move list.
+pub fn play_uci_moves<'a, G: Game>(history: &mut History<G>, moves: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    for (i, text) in moves.into_iter().enumerate() {
         let m = history.current().parse_uci(text).with_context(|| format!("move {} of the list", i + 1))?;
         history.play(m);
     }
-    Ok(history)
+    Ok(())
 }
 
 /// Parses `go`'s limits into a plan, with notes on what was not understood.
