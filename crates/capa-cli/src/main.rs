@@ -2,6 +2,7 @@
 
 mod bench;
 mod diagnostics;
+mod distill;
 mod elo;
 mod matches;
 mod play;
@@ -248,10 +249,78 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// Distillation from a UCI engine (Stockfish, Fairy-Stockfish).
+    Distill {
+        #[command(subcommand)]
+        what: DistillCommand,
+    },
     /// Measure a component; benches/ compares the figures with real peers.
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DistillCommand {
+    /// Generate teacher data: the engine plays itself at a fixed depth and,
+    /// before every move, reports its --multipv best moves with their
+    /// scores. One file per game in --out (`000000.teacher`, ...), written
+    /// atomically, with the settings in `generation.txt`.
+    ///
+    /// Every position is analysed, the opening's too; the opening's moves
+    /// are played as given, then the engine's best move. Prints a last line
+    /// `G games, P positions in T s: R positions/s, R/W per worker; ...`.
+    Gen {
+        /// The engine command, e.g. `stockfish` (chess) or `fairy-stockfish`.
+        #[arg(long)]
+        engine: String,
+        /// The game.
+        #[arg(long, value_enum)]
+        variant: Variant,
+        /// Games the output holds when done (with --resume: the total, old ones included).
+        #[arg(long)]
+        games: usize,
+        /// Search depth per position (`go depth`).
+        #[arg(long, default_value_t = 10)]
+        depth: u32,
+        /// Candidates per position (the engine's `MultiPV`).
+        #[arg(long, default_value_t = 8)]
+        multipv: u32,
+        /// Engine processes at once, one thread each.
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// The output folder: new or empty, or an earlier generation with --resume.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Without --openings: uniformly random plies that start each game (game i's
+        /// are drawn from --seed and i, so a resume replays the same openings).
+        #[arg(long, default_value_t = 8)]
+        random_plies: u32,
+        /// Openings, one per line: UCI moves from the start position, or a FEN
+        /// optionally followed by `moves ...`; `#` starts a comment. Game i uses line i,
+        /// round robin.
+        #[arg(long)]
+        openings: Option<std::path::PathBuf>,
+        /// Seeds the random openings.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Plies after which a game is a draw; 0 leaves it to the rules.
+        #[arg(long, default_value_t = 400)]
+        ply_cap: u32,
+        /// The engine's hash table in MiB (when it has a `Hash` option).
+        #[arg(long, default_value_t = 16)]
+        hash: u32,
+        /// Another UCI option for the engine, `NAME=VALUE` (repeatable).
+        #[arg(long = "option", value_parser = matches::parse_option)]
+        options: Vec<(String, String)>,
+        /// Continue the generation in --out: play the games whose files are missing,
+        /// after checking that the settings are the same.
+        #[arg(long)]
+        resume: bool,
+        /// Seconds the engine may take to answer before it counts as hung.
+        #[arg(long, default_value_t = 60.0)]
+        timeout: f64,
     },
 }
 
@@ -461,6 +530,42 @@ fn run(cli: Cli) -> Result<()> {
             timeout: seconds(timeout)?,
             device: device.spec(),
             limit: limit.limit()?,
+        }),
+        Command::Distill {
+            what:
+                DistillCommand::Gen {
+                    engine,
+                    variant,
+                    games,
+                    depth,
+                    multipv,
+                    workers,
+                    out,
+                    random_plies,
+                    openings,
+                    seed,
+                    ply_cap,
+                    hash,
+                    options,
+                    resume,
+                    timeout,
+                },
+        } => distill::run(&distill::GenArgs {
+            engine,
+            game: variant.kind(),
+            games,
+            depth,
+            multipv,
+            workers,
+            out,
+            random_plies,
+            openings,
+            seed,
+            ply_cap,
+            hash,
+            options,
+            resume,
+            timeout: seconds(timeout)?,
         }),
         Command::Elo {
             net,

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_data::{Go, MatchScore, PgnTags, Sprt, SprtVerdict, UciEngine, write_atomically, write_pgn};
+use capa_data::{Go, MatchScore, PgnTags, Sprt, SprtVerdict, UciEngine, position_command, write_atomically, write_pgn};
 use capa_mcts::{Rng, random_opening};
 use capa_net::{DeviceSpec, GameKind};
 use capa_rules::capablanca::Capablanca;
@@ -189,11 +189,7 @@ impl Player {
     /// Starts the process and sets it up for `G`.
     fn start<G: Game>(&self, timeout: Duration) -> Result<UciEngine> {
         let mut engine = UciEngine::launch(&self.program, &self.args, timeout)?;
-        if engine.option("UCI_Variant").is_some() {
-            engine.set_option("UCI_Variant", G::NAME)?;
-        } else if G::NAME != "chess" {
-            bail!("`{}` has no UCI_Variant option: it cannot play {}", self.label, G::NAME);
-        }
+        engine.select_variant(G::NAME)?;
         for (name, value) in &self.options {
             engine.set_option(name, value)?;
         }
@@ -215,6 +211,15 @@ fn openings<G: Game>(args: &MatchArgs) -> Result<Vec<History<G>>> {
             })
             .collect());
     };
+    read_openings(path)
+}
+
+/// The openings of a file: one per line, UCI moves from the start position
+/// or a FEN optionally followed by `moves ...`; `#` starts a comment.
+///
+/// # Errors
+/// An unreadable file, a bad line (with its number), or no opening at all.
+pub fn read_openings<G: Game>(path: &Path) -> Result<Vec<History<G>>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the openings {}", path.display()))?;
     let mut openings = Vec::new();
     for (number, line) in text.lines().enumerate() {
@@ -403,17 +408,9 @@ fn play_game<G: Game>(
             *slot = None;
         }
     }
-    let start_fen = history.start().fen();
-    let position_prefix =
-        if start_fen == G::startpos().fen() { "startpos".to_string() } else { format!("fen {start_fen}") };
     loop {
         if let Some(outcome) = history.outcome() {
-            let to_move = history.current().turn();
-            let winner = match outcome.result {
-                GameResult::Draw => None,
-                GameResult::Win => Some(to_move),
-                GameResult::Loss => Some(!to_move),
-            };
+            let winner = outcome.winner(history.current().turn());
             return Finished { history, winner, termination: outcome.reason.to_string() };
         }
         let mover = history.current().turn();
@@ -425,12 +422,7 @@ fn play_game<G: Game>(
         let Some(engine) = engines[who].as_mut() else {
             return forfeit(history, "its engine could not start a new game".to_string());
         };
-        let moves: Vec<String> = history.moves().iter().map(ToString::to_string).collect();
-        let position = if moves.is_empty() {
-            position_prefix.clone()
-        } else {
-            format!("{position_prefix} moves {}", moves.join(" "))
-        };
+        let position = position_command(&history);
         let side = mover.index();
         let go = match args.limit {
             MoveLimit::Nodes(n) => Go::Nodes(n),

@@ -82,6 +82,9 @@ struct Options {
 /// A search under way.
 struct Running<G: Game> {
     stop: Arc<AtomicBool>,
+    /// Raised just before `bestmove` is written: a client may send its next
+    /// command the moment it reads it, before the thread has returned.
+    answered: Arc<AtomicBool>,
     handle: JoinHandle<Tree<G>>,
 }
 
@@ -165,7 +168,8 @@ impl<G: NetGame> Engine<G> {
             return Ok(true);
         };
         let (command, args) = (words[start], &words[start + 1..]);
-        if self.running.as_ref().is_some_and(|r| r.handle.is_finished()) && command != "stop" {
+        let over = |r: &Running<G>| r.answered.load(Ordering::Acquire) || r.handle.is_finished();
+        if self.running.as_ref().is_some_and(over) && command != "stop" {
             self.stop_search();
         }
         let searching = self.running.is_some();
@@ -352,9 +356,11 @@ impl<G: NetGame> Engine<G> {
         };
         self.searches += 1;
         let stop = Arc::new(AtomicBool::new(false));
+        let answered = Arc::new(AtomicBool::new(false));
         let search = Search {
             plan,
             stop: Arc::clone(&stop),
+            answered: Arc::clone(&answered),
             output: Arc::clone(&self.output),
             multipv: self.options.multipv,
             show_wdl: self.options.show_wdl,
@@ -365,7 +371,7 @@ impl<G: NetGame> Engine<G> {
             .name("capa-search".to_string())
             .spawn(move || search.run(tree, &*evaluator))
             .context("cannot start the search thread")?;
-        self.running = Some(Running { stop, handle });
+        self.running = Some(Running { stop, answered, handle });
         Ok(())
     }
 
@@ -396,6 +402,7 @@ fn say(output: &Output, line: &str) -> Result<()> {
 struct Search {
     plan: Plan,
     stop: Arc<AtomicBool>,
+    answered: Arc<AtomicBool>,
     output: Output,
     multipv: usize,
     show_wdl: bool,
@@ -457,6 +464,7 @@ impl Search {
             }
             _ => "bestmove 0000".to_string(),
         };
+        self.answered.store(true, Ordering::Release);
         let _ = say(&self.output, &line);
         tree
     }
@@ -465,6 +473,22 @@ impl Search {
         let ms = elapsed.as_millis();
         let nps = (playouts as f64 / elapsed.as_secs_f64().max(1e-6)).round();
         let visited: Vec<&MoveInfo<G>> = result.moves.iter().filter(|m| m.visits > 0).take(self.multipv).collect();
+        if visited.is_empty() {
+            // A search of one node: the root's own value, so a client
+            // always gets a score before `bestmove`.
+            if let Some(first) = result.moves.first() {
+                let cp = centipawns(result.q).round() as i64;
+                let mut line =
+                    format!("info depth 1 seldepth 1 time {ms} nodes {} nps {nps} score cp {cp}", result.visits);
+                if self.show_wdl {
+                    let [w, d, l] = wdl(result.q, result.d);
+                    line.push_str(&format!(" wdl {w} {d} {l}"));
+                }
+                line.push_str(&format!(" pv {}", first.mv));
+                let _ = say(&self.output, &line);
+            }
+            return;
+        }
         let seldepth = visited.iter().map(|m| m.pv.len()).max().unwrap_or(0);
         for (slot, m) in visited.iter().enumerate() {
             let pv: Vec<String> = m.pv.iter().map(ToString::to_string).collect();

@@ -8,6 +8,7 @@ use capa_net::burn::backend::flex::FlexDevice;
 use capa_net::{GameKind, Net, NetConfig, save_net};
 use capa_rules::{Game, History};
 
+mod distill;
 mod matches;
 mod uci;
 

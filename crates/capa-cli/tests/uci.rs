@@ -39,6 +39,10 @@ fn capa_uci_plays_a_scripted_session() {
         assert_eq!(wdl.iter().sum::<u32>(), 1000);
         assert!(matches!(line.score, UciScore::Cp(_)));
     }
+    // One node: no move is visited, and the score is the root's.
+    let out = engine.go("startpos", Go::Nodes(1)).unwrap();
+    assert_eq!(out.lines.len(), 1, "{:?}", out.lines);
+    assert_eq!(out.lines[0].pv[0], out.best.unwrap());
     // A clock: the move comes well within it.
     let started = std::time::Instant::now();
     let clock = Go::Clock { wtime: 3000, btime: 3000, winc: 0, binc: 0, moves_to_go: None };

@@ -4,6 +4,9 @@
 //!   file of its own: the start position, the moves, and for each ply the
 //!   search's visit distribution and values. Positions are rebuilt by
 //!   replaying the moves, so a record costs tens of bytes per ply.
+//! - [`TeacherGame`]: one game of a UCI engine against itself with its
+//!   multipv candidates at every ply, the data of distillation, and
+//!   [`policy_target`], which turns the candidates' scores into a target.
 //! - [`to_pgn`]: a record as PGN, with the search's evaluation in the
 //!   comments.
 //! - [`UciEngine`]: a client for UCI engines (Fairy-Stockfish, Stockfish,
@@ -19,15 +22,18 @@
 
 mod atomic;
 mod elo;
+mod frame;
 mod pgn;
 mod record;
+mod teacher;
 mod uci;
 
 pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, write_atomically};
 pub use elo::{Bisection, MatchScore, Sprt, SprtVerdict, elo_difference, expected_score};
-pub use pgn::{PgnTags, centipawns, to_pgn, write_pgn};
+pub use pgn::{PgnTags, centipawns, q_from_centipawns, to_pgn, write_pgn};
 pub use record::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues};
+pub use teacher::{Candidate, MATE_CENTIPAWNS, PolicyTarget, TeacherGame, policy_target, score_centipawns};
 pub use uci::{
     DEFAULT_TIMEOUT, EngineOption, Go, OptionKind, PvLine, SearchOutput, UciEngine, UciError, UciScore, find_program,
-    parse_info, parse_option,
+    parse_info, parse_option, position_command,
 };

@@ -138,6 +138,12 @@ pub fn centipawns(q: f32) -> f64 {
     111.714_640_912 * (1.562_068_842_1 * q).tan() + 0.0
 }
 
+/// The inverse of [`centipawns`]: the expected score (win minus loss) of
+/// an evaluation in centipawns, within (-1, 1).
+pub fn q_from_centipawns(cp: f64) -> f32 {
+    ((cp / 111.714_640_912).atan() / 1.562_068_842_1).clamp(-1.0, 1.0) as f32
+}
+
 #[cfg(test)]
 mod tests {
     use capa_rules::capablanca::Capablanca;
@@ -145,6 +151,15 @@ mod tests {
 
     use super::*;
     use crate::record::{PlyRecord, Resignation, SearchValues};
+
+    #[test]
+    fn centipawns_and_back() {
+        for q in [-0.99f32, -0.5, -0.01, 0.0, 0.3, 0.9] {
+            assert!((q_from_centipawns(centipawns(q)) - q).abs() < 1e-5, "{q}");
+        }
+        assert!((centipawns(q_from_centipawns(110.0)) - 110.0).abs() < 1e-2);
+        assert!(q_from_centipawns(1e9) <= 1.0 && q_from_centipawns(-1e9) >= -1.0);
+    }
 
     #[test]
     fn a_short_game_reads_as_pgn() {

@@ -17,21 +17,14 @@
 //! where it is played and the game not over before it, and that every
 //! visited policy index is a legal move's.
 
-use std::io::{Read, Write};
 use std::path::Path;
 
 use capa_rules::{Color, Game, History, MoveList, Termination};
-use flate2::Compression;
-use flate2::read::DeflateDecoder;
-use flate2::write::DeflateEncoder;
 
 use crate::atomic::write_atomically;
+use crate::frame::{Kind, Reader, format_error, put_str, put_varint};
 
-const MAGIC: &[u8; 8] = b"CAPAGAME";
-const VERSION: u8 = 1;
-const HEADER: usize = MAGIC.len() + 1 + 4;
-/// Bodies larger than this are refused before they are inflated.
-const MAX_BODY: u64 = 64 << 20;
+const KIND: Kind = Kind { magic: b"CAPAGAME", version: 1, name: "game record" };
 
 /// Why a record could not be read (or written).
 #[derive(Debug, thiserror::Error)]
@@ -50,10 +43,6 @@ pub enum RecordError {
         /// What is wrong.
         source: Box<RecordError>,
     },
-}
-
-fn format_error(message: impl Into<String>) -> RecordError {
-    RecordError::Format(message.into())
 }
 
 /// How a game ended.
@@ -76,8 +65,12 @@ impl Ending {
         Ending::Resignation,
     ];
 
-    fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         Ending::ALL.iter().position(|&e| e == self).expect("every ending is listed") as u8
+    }
+
+    pub(crate) fn from_code(code: u8) -> Result<Ending, RecordError> {
+        Ending::ALL.get(usize::from(code)).copied().ok_or_else(|| format_error(format!("ending code {code}")))
     }
 }
 
@@ -166,11 +159,7 @@ impl<G: Game> GameRecord<G> {
         put_str(&mut body, G::NAME);
         put_str(&mut body, &self.network);
         put_str(&mut body, &self.start.fen());
-        body.push(match self.winner {
-            None => 0,
-            Some(Color::White) => 1,
-            Some(Color::Black) => 2,
-        });
+        body.push(winner_code(self.winner));
         body.push(self.ending.code());
         body.push(u8::from(self.resignation.enabled));
         put_varint(&mut body, self.resignation.would_have_resigned.map_or(0, |ply| u64::from(ply) + 1));
@@ -187,15 +176,7 @@ impl<G: Game> GameRecord<G> {
                 body.extend_from_slice(&quantize(share).to_le_bytes());
             }
         }
-        let mut encoder = DeflateEncoder::new(Vec::with_capacity(body.len() / 2), Compression::default());
-        encoder.write_all(&body).expect("writing to memory");
-        let payload = encoder.finish().expect("writing to memory");
-        let mut bytes = Vec::with_capacity(HEADER + payload.len());
-        bytes.extend_from_slice(MAGIC);
-        bytes.push(VERSION);
-        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        bytes
+        KIND.seal(&body)
     }
 
     /// Reads a record, checking it throughout (see the module's docs).
@@ -203,29 +184,8 @@ impl<G: Game> GameRecord<G> {
     /// # Errors
     /// [`RecordError::Format`] saying what is wrong and at which ply.
     pub fn from_bytes(bytes: &[u8]) -> Result<GameRecord<G>, RecordError> {
-        if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
-            return Err(format_error("not a capa game record (no CAPAGAME header)"));
-        }
-        let version = bytes[MAGIC.len()];
-        if version != VERSION {
-            return Err(format_error(format!(
-                "game record version {version}; this build reads version {VERSION}: use the capa that wrote it"
-            )));
-        }
-        let stored = u32::from_le_bytes(bytes[MAGIC.len() + 1..HEADER].try_into().expect("4 bytes"));
-        let payload = &bytes[HEADER..];
-        if crc32fast::hash(payload) != stored {
-            return Err(format_error("checksum mismatch: the file is damaged"));
-        }
-        let mut body = Vec::new();
-        DeflateDecoder::new(payload)
-            .take(MAX_BODY + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| format_error(format!("cannot inflate the body: {e}")))?;
-        if body.len() as u64 > MAX_BODY {
-            return Err(format_error(format!("the body is over {MAX_BODY} bytes")));
-        }
-        let mut r = Reader { bytes: &body, at: 0 };
+        let body = KIND.open(bytes)?;
+        let mut r = Reader::new(&body);
         let name = r.string("game name")?;
         if name != G::NAME {
             return Err(format_error(format!("a {name} game, not {}", G::NAME)));
@@ -233,15 +193,9 @@ impl<G: Game> GameRecord<G> {
         let network = r.string("network id")?;
         let fen = r.string("start FEN")?;
         let start = G::from_fen(&fen).map_err(|e| format_error(format!("start FEN {fen:?}: {e}")))?;
-        let winner = match r.byte("winner")? {
-            0 => None,
-            1 => Some(Color::White),
-            2 => Some(Color::Black),
-            other => return Err(format_error(format!("winner code {other} (0 to 2)"))),
-        };
+        let winner = winner_from_code(r.byte("winner")?)?;
         let ending = r.byte("ending")?;
-        let ending =
-            *Ending::ALL.get(usize::from(ending)).ok_or_else(|| format_error(format!("ending code {ending}")))?;
+        let ending = Ending::from_code(ending)?;
         let flags = r.byte("resignation flags")?;
         let would = r.varint("resignation ply")?;
         let resignation = Resignation {
@@ -299,8 +253,8 @@ impl<G: Game> GameRecord<G> {
             history.play(m);
             moves.push(m);
         }
-        if r.at != body.len() {
-            return Err(format_error(format!("{} bytes after the last ply", body.len() - r.at)));
+        if r.remaining() > 0 {
+            return Err(format_error(format!("{} bytes after the last ply", r.remaining())));
         }
         Ok(GameRecord { start, network, moves, plies, winner, ending, resignation })
     }
@@ -325,70 +279,26 @@ impl<G: Game> GameRecord<G> {
     }
 }
 
+pub(crate) fn winner_code(winner: Option<Color>) -> u8 {
+    match winner {
+        None => 0,
+        Some(Color::White) => 1,
+        Some(Color::Black) => 2,
+    }
+}
+
+pub(crate) fn winner_from_code(code: u8) -> Result<Option<Color>, RecordError> {
+    match code {
+        0 => Ok(None),
+        1 => Ok(Some(Color::White)),
+        2 => Ok(Some(Color::Black)),
+        other => Err(format_error(format!("winner code {other} (0 to 2)"))),
+    }
+}
+
 /// A share of the visits in 16 bits.
 fn quantize(share: f32) -> u16 {
     (share.clamp(0.0, 1.0) * f32::from(u16::MAX)).round() as u16
-}
-
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_varint(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// Reads the body, every read naming what it reads when the body ends early.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&[u8], RecordError> {
-        let end = self.at.checked_add(n).filter(|&end| end <= self.bytes.len());
-        let end = end.ok_or_else(|| format_error(format!("the body ends inside the {what}")))?;
-        let slice = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(slice)
-    }
-
-    fn byte(&mut self, what: &str) -> Result<u8, RecordError> {
-        Ok(self.take(1, what)?[0])
-    }
-
-    fn u16(&mut self, what: &str) -> Result<u16, RecordError> {
-        Ok(u16::from_le_bytes(self.take(2, what)?.try_into().expect("2 bytes")))
-    }
-
-    fn f32(&mut self, what: &str) -> Result<f32, RecordError> {
-        let v = f32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes"));
-        if v.is_finite() { Ok(v) } else { Err(format_error(format!("the {what} hold {v}"))) }
-    }
-
-    fn varint(&mut self, what: &str) -> Result<u64, RecordError> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = self.byte(what)?;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(format_error(format!("the {what} is not a valid varint")))
-    }
-
-    fn string(&mut self, what: &str) -> Result<String, RecordError> {
-        let len = self.varint(what)?;
-        let len = usize::try_from(len).map_err(|_| format_error(format!("the {what} is too long")))?;
-        let bytes = self.take(len, what)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| format_error(format!("the {what} is not UTF-8")))
-    }
 }
 
 #[cfg(test)]
@@ -399,14 +309,7 @@ mod tests {
 
     /// A record whose body is `body`, with a valid checksum.
     fn with_body(body: &[u8]) -> Vec<u8> {
-        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::fast());
-        encoder.write_all(body).unwrap();
-        let payload = encoder.finish().unwrap();
-        let mut bytes = MAGIC.to_vec();
-        bytes.push(VERSION);
-        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        bytes
+        KIND.seal(body)
     }
 
     fn body(fen: &str, packed: u16, index: u16) -> Vec<u8> {

@@ -15,6 +15,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use capa_rules::{Game, History};
+
 /// How long an engine may take to answer `uci` or `isready`, and a search
 /// may run past its own time limit, before it counts as hung.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -331,6 +333,22 @@ impl UciEngine {
         self.send(&line)
     }
 
+    /// Sets the engine up to play `game` (a `Game::NAME`): through its
+    /// `UCI_Variant` option when it has one; an engine without it plays
+    /// chess only.
+    ///
+    /// # Errors
+    /// [`UciError::Protocol`] when the engine cannot play `game`.
+    pub fn select_variant(&mut self, game: &str) -> Result<(), UciError> {
+        if self.option("UCI_Variant").is_some() {
+            self.set_option("UCI_Variant", game)
+        } else if game == "chess" {
+            Ok(())
+        } else {
+            Err(self.protocol(format!("has no UCI_Variant option: it cannot play {game}")))
+        }
+    }
+
     /// Sends `isready` and waits for `readyok`.
     ///
     /// # Errors
@@ -455,6 +473,21 @@ impl Drop for UciEngine {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The argument of a `position` command for a game in progress:
+/// `startpos` or `fen ...`, then `moves ...` when there are any.
+pub fn position_command<G: Game>(history: &History<G>) -> String {
+    let start = history.start();
+    let mut command =
+        if start.fen() == G::startpos().fen() { "startpos".to_string() } else { format!("fen {}", start.fen()) };
+    if !history.moves().is_empty() {
+        command.push_str(" moves");
+        for m in history.moves() {
+            command.push_str(&format!(" {m}"));
+        }
+    }
+    command
 }
 
 /// Where `program` runs from: itself when it names a path (or is not found

@@ -103,6 +103,16 @@ impl Outcome {
         Outcome { result: GameResult::Draw, reason }
     }
 
+    /// The winner, given that `to_move` was to move in the final position;
+    /// `None` for a draw.
+    pub fn winner(&self, to_move: Color) -> Option<Color> {
+        match self.result {
+            GameResult::Win => Some(to_move),
+            GameResult::Loss => Some(!to_move),
+            GameResult::Draw => None,
+        }
+    }
+
     /// The result for `player`, given that `to_move` was to move in the final position.
     pub fn result_for(&self, player: Color, to_move: Color) -> GameResult {
         match (self.result, player == to_move) {

@@ -43,6 +43,9 @@ pub struct RunConfig {
     /// `[curriculum]`: some self-play games against a UCI engine.
     #[serde(default)]
     pub curriculum: CurriculumSection,
+    /// `[distill]`: the teacher data of `run.mode = "distill"`.
+    #[serde(default)]
+    pub distill: DistillSection,
 }
 
 /// `[run]`.
@@ -59,12 +62,32 @@ pub struct RunSection {
     pub backend: BackendKind,
     /// The device's index on the backend.
     pub device: usize,
+    /// `selfplay`: learn from the network's own games; `distill`: from a
+    /// teacher's (`[distill]`), an epoch per iteration.
+    pub mode: RunMode,
 }
 
 impl Default for RunSection {
     fn default() -> RunSection {
-        RunSection { dir: PathBuf::from("runs/capa"), seed: 1, iterations: 0, backend: BackendKind::Cpu, device: 0 }
+        RunSection {
+            dir: PathBuf::from("runs/capa"),
+            seed: 1,
+            iterations: 0,
+            backend: BackendKind::Cpu,
+            device: 0,
+            mode: RunMode::SelfPlay,
+        }
     }
+}
+
+/// What the network learns from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunMode {
+    /// Its own self-play games (or the workers').
+    SelfPlay,
+    /// A teacher engine's games, from `capa distill gen`.
+    Distill,
 }
 
 /// `[game]`.
@@ -304,6 +327,47 @@ impl Default for CurriculumSection {
     }
 }
 
+/// Which policy target distillation uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// `softmax(cp / (100 T))` over the teacher's candidates.
+    Soft,
+    /// All on the teacher's best move (the ablation).
+    Hard,
+}
+
+/// `[distill]`: the teacher data the network learns from when `run.mode =
+/// "distill"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DistillSection {
+    /// The folder `capa distill gen` wrote.
+    pub data: PathBuf,
+    /// `soft` or `hard`.
+    pub targets: TargetKind,
+    /// The soft targets' temperature, in pawns.
+    pub temperature: f32,
+    /// Share of the games held out to measure agreement with the teacher.
+    pub holdout: f32,
+}
+
+impl Default for DistillSection {
+    fn default() -> DistillSection {
+        DistillSection { data: PathBuf::new(), targets: TargetKind::Soft, temperature: 1.0, holdout: 0.05 }
+    }
+}
+
+impl DistillSection {
+    /// The policy target the section asks for.
+    pub fn policy_target(&self) -> capa_data::PolicyTarget {
+        match self.targets {
+            TargetKind::Soft => capa_data::PolicyTarget::Soft { temperature: self.temperature },
+            TargetKind::Hard => capa_data::PolicyTarget::Hard,
+        }
+    }
+}
+
 impl RunConfig {
     /// Reads `path` and applies `sets` (`section.key=value`, in order).
     ///
@@ -426,6 +490,17 @@ impl RunConfig {
             ("curriculum.fraction", (0.0..=1.0).contains(&self.curriculum.fraction), "must be in [0, 1]"),
             ("curriculum.step", (0..=1000).contains(&self.curriculum.step), "must be 0 to 1000"),
             ("curriculum.nodes", self.curriculum.nodes >= 1, "must be at least 1"),
+            (
+                "distill.data",
+                self.run.mode == RunMode::SelfPlay || !self.distill.data.as_os_str().is_empty(),
+                "must name the folder `capa distill gen` wrote when run.mode = \"distill\"",
+            ),
+            (
+                "distill.temperature",
+                self.distill.temperature > 0.0 && self.distill.temperature <= 100.0,
+                "must be in (0, 100] pawns",
+            ),
+            ("distill.holdout", (0.0..=0.5).contains(&self.distill.holdout), "must be in [0, 0.5]"),
         ];
         if let Some((key, _, message)) = more.into_iter().find(|(_, ok, _)| !ok) {
             return fail(key, message.to_string());
@@ -509,7 +584,7 @@ mod tests {
             }
         }
         names.sort();
-        assert_eq!(names, ["capablanca.toml", "chess.toml", "tiny.toml"]);
+        assert_eq!(names, ["capablanca.toml", "chess.toml", "distill.toml", "tiny.toml"]);
     }
 
     #[test]

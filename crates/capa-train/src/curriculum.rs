@@ -8,7 +8,7 @@
 //! from the search driver's thread, one position at a time.
 
 use anyhow::{Context, Result, bail};
-use capa_data::{Go, MatchScore, OptionKind, PlyRecord, SearchValues, UciEngine};
+use capa_data::{Go, MatchScore, OptionKind, PlyRecord, SearchValues, UciEngine, position_command};
 use capa_rules::{Color, Game, GameResult, History};
 use serde::Serialize;
 
@@ -55,11 +55,7 @@ impl Curriculum {
         }
         let command = section.engine.trim().to_string();
         let mut engine = UciEngine::start(&command).with_context(|| format!("[curriculum] engine `{command}`"))?;
-        if engine.option("UCI_Variant").is_some() {
-            engine.set_option("UCI_Variant", G::NAME)?;
-        } else if G::NAME != "chess" {
-            bail!("[curriculum] engine `{command}` has no UCI_Variant option: it cannot play {}", G::NAME);
-        }
+        engine.select_variant(G::NAME).context("[curriculum]")?;
         let range = match engine.option("UCI_Elo").map(|o| &o.kind) {
             Some(&OptionKind::Spin { min, max }) if engine.option("UCI_LimitStrength").is_some() => (min, max),
             _ => bail!("[curriculum] engine `{command}` cannot limit its strength (no UCI_LimitStrength and UCI_Elo)"),
@@ -98,8 +94,7 @@ impl Curriculum {
     /// # Errors
     /// An engine that fails or answers with an illegal move.
     pub fn reply<G: Game>(&mut self, history: &History<G>) -> Result<(G::Move, PlyRecord)> {
-        let moves: Vec<String> = history.moves().iter().map(ToString::to_string).collect();
-        let position = format!("fen {} moves {}", history.start().fen(), moves.join(" "));
+        let position = position_command(history);
         let output = self.engine.go(&position, self.go).with_context(|| format!("[curriculum] `{}`", self.command))?;
         let best = output.best.with_context(|| format!("[curriculum] `{}` found no move", self.command))?;
         let current = history.current();

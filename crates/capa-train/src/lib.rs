@@ -1,7 +1,8 @@
 //! capa's training loop, as a library for the `capa-train` binary and the
 //! tests: the run configuration, self-play, the replay buffer, the loop
 //! with its checkpoints and resume, self-play workers, and the arena that
-//! `[eval]` plays the new network against the previous one in; and the
+//! `[eval]` plays the new network against the previous one in;
+//! distillation from a teacher's games (`run.mode = "distill"`); and the
 //! diagnostics of a run's replay window (`buffer_stats`, `overfit_check`).
 
 #![deny(missing_docs)]
@@ -11,6 +12,7 @@ mod buffer;
 mod config;
 mod curriculum;
 mod diagnostics;
+mod distill;
 mod run;
 mod rundir;
 mod selfplay;
@@ -18,8 +20,8 @@ mod worker;
 
 pub use buffer::{HostBatch, ReplayBuffer};
 pub use config::{
-    BufferSection, CheckpointSection, CurriculumSection, EvalSection, GameSection, NetSection, RunConfig, RunSection,
-    Sampling, SelfPlaySection, TrainSection,
+    BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalSection, GameSection, NetSection,
+    RunConfig, RunMode, RunSection, Sampling, SelfPlaySection, TargetKind, TrainSection,
 };
 pub use curriculum::{Curriculum, CurriculumReport};
 pub use diagnostics::{BufferStats, OverfitReport, buffer_stats, overfit_check};

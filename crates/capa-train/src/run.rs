@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arena::{ArenaSettings, arena};
 use crate::buffer::{HostBatch, ReplayBuffer};
-use crate::config::RunConfig;
+use crate::config::{RunConfig, RunMode};
 use crate::curriculum::{Curriculum, CurriculumReport};
 use crate::rundir::{Entry, RunDir};
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, mix, play};
@@ -51,7 +51,7 @@ const CONFIG: &str = "config.toml";
 /// The commit point of an iteration.
 const COMMIT: &str = "checkpoints/latest.json";
 /// One JSON line per iteration.
-const METRICS: &str = "metrics.jsonl";
+pub(crate) const METRICS: &str = "metrics.jsonl";
 
 /// How a run ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -79,6 +79,10 @@ struct Latest {
 /// Anything that stops the run: a config that does not match the run
 /// directory's, an unreadable checkpoint, a failing device or disk.
 pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
+    let data = &config.distill.data;
+    if config.run.mode == RunMode::Distill && !data.is_dir() {
+        bail!("distill.data: {} is not a folder (run `capa distill gen` to make one)", data.display());
+    }
     let dir = RunDir::open(&config.run.dir)?;
     let _only_trainer = dir.lock()?;
     prepare(config, &dir)?;
@@ -138,28 +142,11 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Result<Finish> {
         let Loop { config, dir, stop, .. } = self;
-        let latest = read_latest(dir)?;
-        let resumed_elo = latest.as_ref().and_then(|latest| latest.curriculum_elo);
-        let (mut trainer, first_iteration, mut network) = match latest {
-            Some(latest) => {
-                let key = format!("checkpoints/{}", latest.checkpoint);
-                let path = dir
-                    .local_copy(&key)?
-                    .with_context(|| format!("{COMMIT} in {} names {key}, which is missing", dir.location()))?;
-                let trainer = load_checkpoint::<B>(&path, config.optimizer.clone(), &device)
-                    .with_context(|| format!("cannot resume from {key} in {}", dir.location()))?;
-                eprintln!("resuming {} after iteration {}", dir.location(), latest.iteration);
-                truncate_metrics(dir, latest.iteration)?;
-                (trainer, latest.iteration + 1, latest.network)
-            }
-            None => {
-                B::seed(&device, config.run.seed);
-                let net = Net::<B>::new(&config.net_config()?, &device);
-                let trainer = Trainer::new(net, config.optimizer.clone())?;
-                let network = publish_net(&trainer.inference_net(), dir)?;
-                (trainer, 1, network)
-            }
-        };
+        if config.run.mode == RunMode::Distill {
+            return crate::distill::distill::<B, G>(config, dir, stop, &device);
+        }
+        let Resumed { mut trainer, first_iteration, mut network, curriculum_elo: resumed_elo } =
+            start_trainer::<B>(config, dir, &device)?;
         let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
         let settings = SelfPlaySettings::new(&config.selfplay, config.game.ply_cap);
         // Workers play their own games: the curriculum is the trainer's.
@@ -184,7 +171,8 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 
             // Training.
             let trained = Instant::now();
-            let Some(report) = train(config, &mut trainer, &buffer, iteration, &device, stop)? else {
+            let Some(report) = train(config, &mut trainer, &buffer, config.train.steps, iteration, &device, stop)?
+            else {
                 return Ok(Finish::Interrupted);
             };
             let train_seconds = trained.elapsed().as_secs_f64();
@@ -201,12 +189,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
                 None
             };
             let saved = Instant::now();
-            let checkpoint = format!("iter-{iteration:06}.safetensors");
-            dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(&trainer, path)?))?;
-            let curriculum_elo = curriculum.as_ref().map(Curriculum::elo);
-            let latest = Latest { iteration, checkpoint, network: network.clone(), curriculum_elo };
-            dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
-            prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)?;
+            commit(config, dir, &trainer, iteration, &network, curriculum.as_ref().map(Curriculum::elo))?;
             let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
 
             let metrics = Metrics::new(
@@ -228,6 +211,65 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
         }
         Ok(Finish::Completed)
     }
+}
+
+/// Where a run starts: its trainer, first iteration and newest network.
+pub(crate) struct Resumed<B: CapaAutodiffBackend> {
+    pub trainer: Trainer<B>,
+    pub first_iteration: u64,
+    pub network: String,
+    pub curriculum_elo: Option<i64>,
+}
+
+/// The trainer of the last committed iteration, or a fresh one (published
+/// as the run's first network).
+pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
+    config: &RunConfig,
+    dir: &RunDir,
+    device: &B::Device,
+) -> Result<Resumed<B>> {
+    Ok(match read_latest(dir)? {
+        Some(latest) => {
+            let key = format!("checkpoints/{}", latest.checkpoint);
+            let path = dir
+                .local_copy(&key)?
+                .with_context(|| format!("{COMMIT} in {} names {key}, which is missing", dir.location()))?;
+            let trainer = load_checkpoint::<B>(&path, config.optimizer.clone(), device)
+                .with_context(|| format!("cannot resume from {key} in {}", dir.location()))?;
+            eprintln!("resuming {} after iteration {}", dir.location(), latest.iteration);
+            truncate_metrics(dir, latest.iteration)?;
+            Resumed {
+                trainer,
+                first_iteration: latest.iteration + 1,
+                network: latest.network,
+                curriculum_elo: latest.curriculum_elo,
+            }
+        }
+        None => {
+            B::seed(device, config.run.seed);
+            let net = Net::<B>::new(&config.net_config()?, device);
+            let trainer = Trainer::new(net, config.optimizer.clone())?;
+            let network = publish_net(&trainer.inference_net(), dir)?;
+            Resumed { trainer, first_iteration: 1, network, curriculum_elo: None }
+        }
+    })
+}
+
+/// Saves the iteration's checkpoint and commits the iteration (`latest.json`),
+/// then prunes old checkpoints.
+pub(crate) fn commit<B: CapaAutodiffBackend>(
+    config: &RunConfig,
+    dir: &RunDir,
+    trainer: &Trainer<B>,
+    iteration: u64,
+    network: &str,
+    curriculum_elo: Option<i64>,
+) -> Result<()> {
+    let checkpoint = format!("iter-{iteration:06}.safetensors");
+    dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(trainer, path)?))?;
+    let latest = Latest { iteration, checkpoint, network: network.to_string(), curriculum_elo };
+    dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
+    prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)
 }
 
 /// Where the trainer's own games go, and how they are played.
@@ -459,30 +501,30 @@ fn collect_worker_games<G: NetGame>(
 
 /// Averages over an iteration's training steps.
 #[derive(Clone, Debug, Default, Serialize)]
-struct TrainReport {
-    steps: u64,
-    skipped: u64,
-    loss: f64,
-    policy: f64,
-    wdl: f64,
-    moves_left: f64,
-    future: f64,
-    grad_norm: f64,
-    learning_rate: f64,
-    data_wait_share: f64,
+pub(crate) struct TrainReport {
+    pub steps: u64,
+    pub skipped: u64,
+    pub loss: f64,
+    pub policy: f64,
+    pub wdl: f64,
+    pub moves_left: f64,
+    pub future: f64,
+    pub grad_norm: f64,
+    pub learning_rate: f64,
+    pub data_wait_share: f64,
 }
 
-/// Trains `config.train.steps` steps on batches a loader thread draws and
-/// encodes while the previous step runs. `None` when stopped.
-fn train<B: CapaAutodiffBackend, G: NetGame>(
+/// Trains `steps` steps on batches a loader thread draws and encodes while
+/// the previous step runs. `None` when stopped.
+pub(crate) fn train<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     trainer: &mut Trainer<B>,
     buffer: &ReplayBuffer<G>,
+    steps: u64,
     iteration: u64,
     device: &B::Device,
     stop: &AtomicBool,
 ) -> Result<Option<TrainReport>> {
-    let steps = config.train.steps;
     let mut report = TrainReport::default();
     if steps == 0 || buffer.positions() == 0 {
         return Ok(Some(report));
@@ -557,7 +599,7 @@ pub(crate) fn to_tensors<B: Backend, G: NetGame>(batch: HostBatch, device: &B::D
 }
 
 /// Saves the network under its hash and points `LATEST` at it.
-fn publish_net<B: capa_net::CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
+pub(crate) fn publish_net<B: capa_net::CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
     let staged = std::env::temp_dir().join(format!("capa-net-{}.safetensors", std::process::id()));
     save_net(net, &staged)?;
     let bytes = std::fs::read(&staged).with_context(|| format!("cannot read {}", staged.display()));
@@ -754,7 +796,7 @@ fn truncate_metrics(dir: &RunDir, completed: u64) -> Result<()> {
     Ok(())
 }
 
-fn progress(total: u64, what: &str) -> ProgressBar {
+pub(crate) fn progress(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {per_sec} {msg} (eta {eta})")

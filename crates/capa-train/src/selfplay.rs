@@ -256,15 +256,7 @@ fn engine_moves<G: Game>(
 
 /// How the game ended, if it did.
 fn outcome<G: Game>(history: &History<G>) -> Option<Ended> {
-    history.outcome().map(|outcome| {
-        let to_move = history.current().turn();
-        let winner = match outcome.result {
-            GameResult::Win => Some(to_move),
-            GameResult::Loss => Some(!to_move),
-            GameResult::Draw => None,
-        };
-        (winner, Ending::Rules(outcome.reason))
-    })
+    history.outcome().map(|outcome| (outcome.winner(history.current().turn()), Ending::Rules(outcome.reason)))
 }
 
 /// Records the search of this ply, plays the chosen move, and says whether

@@ -30,6 +30,9 @@ pub fn work(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &Ato
     {
         bail!("worker name {worker:?}: use letters, digits, - and _ (and not `local`, the trainer's own)");
     }
+    if config.run.mode == crate::config::RunMode::Distill {
+        bail!("run.mode = \"distill\" learns from teacher data: a self-play worker has nothing to play for it");
+    }
     match config.game.name {
         GameKind::Capablanca => work_on::<Capablanca>(config, worker, max_games, stop),
         GameKind::Chess => work_on::<Chess>(config, worker, max_games, stop),

@@ -1,0 +1,166 @@
+//! `capa distill gen` with the real engines: the files it writes, their
+//! targets, resume after a kill, and the errors a user can run into.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use capa_data::{PolicyTarget, TeacherGame, policy_target};
+use capa_rules::Game;
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+
+use crate::{capa, locate, scratch, stderr, stdout};
+
+/// The teacher files in `dir`, sorted; none while it does not exist.
+fn teacher_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<PathBuf> =
+        entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "teacher")).collect();
+    files.sort();
+    files
+}
+
+/// Checks every game in `dir`: candidates legal (the reader checks),
+/// at most `multipv`, the played move among them after the opening, and
+/// soft targets that sum to 1 in the order of the scores.
+fn check_games<G: Game>(dir: &Path, multipv: usize, opening_plies: usize) -> usize {
+    let mut positions = 0;
+    for file in teacher_files(dir) {
+        let game = TeacherGame::<G>::read(&file).unwrap();
+        assert!(game.moves.len() > opening_plies, "{}", file.display());
+        for (ply, (candidates, played)) in game.candidates.iter().zip(&game.moves).enumerate() {
+            assert!((1..=multipv).contains(&candidates.len()), "{candidates:?}");
+            if ply >= opening_plies {
+                assert_eq!(
+                    candidates[0].mv,
+                    *played,
+                    "ply {ply} of {}: the engine plays its best line",
+                    file.display()
+                );
+            }
+            let shares = policy_target(candidates, PolicyTarget::Soft { temperature: 1.0 });
+            assert!((shares.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{shares:?}");
+        }
+        positions += game.moves.len();
+    }
+    positions
+}
+
+fn gen_args<'a>(engine: &'a str, variant: &'a str, out: &'a str, games: &'a str) -> Vec<&'a str> {
+    vec![
+        "distill",
+        "gen",
+        "--engine",
+        engine,
+        "--variant",
+        variant,
+        "--out",
+        out,
+        "--games",
+        games,
+        "--depth",
+        "3",
+        "--multipv",
+        "4",
+        "--random-plies",
+        "2",
+        "--ply-cap",
+        "40",
+    ]
+}
+
+#[test]
+fn stockfish_teaches_chess_on_two_workers_and_a_generation_resumes() {
+    let Some(engine) = locate("stockfish") else { return };
+    let engine = engine.to_str().unwrap();
+    let out = scratch("distill-chess");
+    let _ = std::fs::remove_dir_all(&out);
+    let out_s = out.to_str().unwrap();
+    let run = capa(&[&gen_args(engine, "chess", out_s, "3")[..], &["--workers", "2"]].concat());
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stdout(&run).contains("3 games, "), "{}", stdout(&run));
+    assert!(stdout(&run).contains("positions/s"), "{}", stdout(&run));
+    assert_eq!(teacher_files(&out).len(), 3);
+    let positions = check_games::<Chess>(&out, 4, 2);
+    assert!(positions >= 9, "{positions} positions");
+
+    // The same folder again: refused without --resume, and with other settings.
+    let again = capa(&gen_args(engine, "chess", out_s, "3"));
+    assert!(!again.status.success() && stderr(&again).contains("--resume"), "{}", stderr(&again));
+    let mut other = gen_args(engine, "chess", out_s, "4");
+    other[11] = "5";
+    let other = capa(&[&other[..], &["--resume"]].concat());
+    assert!(!other.status.success() && stderr(&other).contains("other settings"), "{}", stderr(&other));
+
+    // A resume plays only the missing games; the old ones stay as they were.
+    let first = std::fs::read(&teacher_files(&out)[0]).unwrap();
+    let more = capa(&[&gen_args(engine, "chess", out_s, "4")[..], &["--resume"]].concat());
+    assert!(more.status.success(), "{}", stderr(&more));
+    assert!(stderr(&more).contains("1 of 4 games to play"), "{}", stderr(&more));
+    assert_eq!(teacher_files(&out).len(), 4);
+    assert_eq!(std::fs::read(&teacher_files(&out)[0]).unwrap(), first);
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn a_killed_generation_resumes_with_nothing_half_written() {
+    let Some(engine) = locate("stockfish") else { return };
+    let engine = engine.to_str().unwrap();
+    let out = scratch("distill-kill");
+    let _ = std::fs::remove_dir_all(&out);
+    let out_s = out.to_str().unwrap();
+    let args = gen_args(engine, "chess", out_s, "40");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_capa")).args(&args).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while teacher_files(&out).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let written = teacher_files(&out).len();
+    assert!((1..40).contains(&written), "{written} games before the kill");
+    check_games::<Chess>(&out, 4, 2);
+    // A temporary file as a kill during a write leaves it.
+    std::fs::write(out.join(".000039.teacher.tmp-1-0"), b"half").unwrap();
+    let resumed = capa(&[&args[..], &["--resume"]].concat());
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert!(stderr(&resumed).contains("removed 1 temporary"), "{}", stderr(&resumed));
+    assert_eq!(teacher_files(&out).len(), 40);
+    check_games::<Chess>(&out, 4, 2);
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn fairy_stockfish_teaches_capablanca() {
+    let Some(engine) = locate("fairy-stockfish") else { return };
+    let out = scratch("distill-capablanca");
+    let _ = std::fs::remove_dir_all(&out);
+    let run = capa(&gen_args(engine.to_str().unwrap(), "capablanca", out.to_str().unwrap(), "1"));
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(check_games::<Capablanca>(&out, 4, 2) > 2);
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn generation_errors_are_clear() {
+    let out = scratch("distill-errors");
+    let _ = std::fs::remove_dir_all(&out);
+    let out_s = out.to_str().unwrap();
+    let missing = capa(&gen_args("/no/such/engine", "chess", out_s, "1"));
+    assert!(!missing.status.success());
+    assert!(stderr(&missing).contains("cannot start engine `/no/such/engine`"), "{}", stderr(&missing));
+    let fresh = scratch("distill-nothing");
+    let _ = std::fs::remove_dir_all(&fresh);
+    let resume = capa(&[&gen_args("stockfish", "chess", fresh.to_str().unwrap(), "1")[..], &["--resume"]].concat());
+    assert!(stderr(&resume).contains("holds no generation to continue"), "{}", stderr(&resume));
+    let zero = capa(&gen_args("stockfish", "chess", out_s, "0"));
+    assert!(stderr(&zero).contains("must each be at least 1"), "{}", stderr(&zero));
+    if let Some(engine) = locate("stockfish") {
+        let chess_only = capa(&gen_args(engine.to_str().unwrap(), "capablanca", out_s, "1"));
+        assert!(stderr(&chess_only).contains("cannot play capablanca"), "{}", stderr(&chess_only));
+    }
+    for s in [&stderr(&missing), &stderr(&resume), &stderr(&zero)] {
+        assert!(!s.contains("panicked"), "{s}");
+    }
+}

@@ -1,0 +1,233 @@
+//! `run.mode = "distill"`: the network learns from a teacher's games
+//! (`capa distill gen`) instead of its own. Each iteration is an epoch:
+//! as many steps as the training split has positions per batch, on
+//! uniformly drawn positions; then the held-out games measure how often
+//! the network's first choice is the teacher's, and the policy and value
+//! losses there. Checkpoints, resume and metrics are the self-play loop's.
+//!
+//! The split is by game and fixed by the file names, so a resumed run
+//! holds out the same games.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use burn::prelude::*;
+use capa_data::{PolicyTarget, TeacherGame};
+use capa_net::{CapaAutodiffBackend, CapaBackend, Net, NetGame, burn, losses};
+use serde::Serialize;
+
+use crate::buffer::ReplayBuffer;
+use crate::config::{RunConfig, Sampling};
+use crate::run::{Finish, METRICS, TrainReport, commit, progress, publish_net, start_trainer, to_tensors, train};
+use crate::rundir::RunDir;
+
+/// The extension `capa distill gen` gives teacher games.
+const EXTENSION: &str = "teacher";
+/// Positions per forward pass on the held-out games.
+const BATCH: usize = 256;
+
+/// The teacher's games, split.
+pub(crate) struct TeacherData<G: NetGame> {
+    /// What the network trains on.
+    pub train: ReplayBuffer<G>,
+    /// What measures it.
+    pub held_out: ReplayBuffer<G>,
+}
+
+/// Whether the game in file `name` is held out: a hash of the name below
+/// `share`, so the split never changes for a file.
+fn held_out(name: &str, share: f32) -> bool {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    (hash % 1_000_000) as f64 / 1e6 < f64::from(share)
+}
+
+/// Reads every teacher game in `folder` into the two splits.
+///
+/// # Errors
+/// A missing or empty folder, a damaged file (named), a game of another kind.
+pub(crate) fn load<G: NetGame>(
+    folder: &Path,
+    target: PolicyTarget,
+    holdout: f32,
+    value_q_weight: f32,
+) -> Result<TeacherData<G>> {
+    let entries = std::fs::read_dir(folder)
+        .with_context(|| format!("distill.data: cannot read {} (run `capa distill gen` first)", folder.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let path = entry.with_context(|| format!("distill.data: cannot list {}", folder.display()))?.path();
+        if path.extension().is_some_and(|e| e == EXTENSION) {
+            names.push(path);
+        }
+    }
+    names.sort();
+    if names.is_empty() {
+        bail!("distill.data: {} holds no .{EXTENSION} files (run `capa distill gen` first)", folder.display());
+    }
+    let mut data = TeacherData {
+        train: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value_q_weight),
+        held_out: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value_q_weight),
+    };
+    for path in names {
+        let game = TeacherGame::<G>::read(&path).context("distill.data")?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let split = if held_out(&name, holdout) { &mut data.held_out } else { &mut data.train };
+        split.push(game.to_game_record(target));
+    }
+    if data.train.positions() == 0 {
+        bail!("distill.data: every game of {} is held out; lower distill.holdout", folder.display());
+    }
+    Ok(data)
+}
+
+/// The network on the held-out positions.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct HeldOut {
+    /// Positions measured.
+    pub positions: usize,
+    /// Share of them where the network's most likely legal move is one the
+    /// target ranks first.
+    pub top1_agreement: f64,
+    /// Policy cross-entropy against the target.
+    pub policy: f64,
+    /// WDL cross-entropy against the target.
+    pub wdl: f64,
+}
+
+/// Measures `net` on every position of `buffer`.
+pub(crate) fn measure<B: CapaBackend, G: NetGame>(
+    net: &Net<B>,
+    buffer: &ReplayBuffer<G>,
+    weights: &capa_net::LossWeights,
+    device: &B::Device,
+) -> HeldOut {
+    let total = buffer.positions();
+    let mut report = HeldOut { positions: total, ..HeldOut::default() };
+    if total == 0 {
+        return report;
+    }
+    for start in (0..total).step_by(BATCH) {
+        let range = start..(start + BATCH).min(total);
+        let size = range.len();
+        let (planes, targets) = to_tensors::<B, G>(buffer.encode_range(range), device);
+        let output = net.forward(planes, true);
+        // The network's choice: the largest logit among legal moves.
+        let masked = output.policy.clone().mask_fill(targets.legal.clone().bool_not(), f32::NEG_INFINITY);
+        let choice = masked.argmax(1);
+        let chosen = targets.policy.clone().gather(1, choice);
+        let best = targets.policy.clone().max_dim(1);
+        let agree: Vec<f32> = chosen.greater_equal(best).float().into_data().to_vec().expect("f32 data");
+        report.top1_agreement += agree.iter().map(|&a| f64::from(a)).sum::<f64>();
+        let l = losses(output, targets, weights);
+        let scalar = |t: Tensor<B, 1>| f64::from(t.into_scalar().elem::<f32>());
+        report.policy += size as f64 * scalar(l.policy);
+        report.wdl += size as f64 * scalar(l.wdl);
+    }
+    let n = total as f64;
+    report.top1_agreement /= n;
+    report.policy /= n;
+    report.wdl /= n;
+    report
+}
+
+/// One line of metrics.jsonl in a distillation run.
+#[derive(Clone, Debug, Serialize)]
+struct EpochMetrics {
+    iteration: u64,
+    network: String,
+    train_positions: usize,
+    train: TrainReport,
+    held_out: HeldOut,
+    seconds_train: f64,
+    seconds_held_out: f64,
+    seconds_checkpoint: f64,
+}
+
+/// The distillation loop: epochs until `run.iterations` or `stop`.
+pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    stop: &AtomicBool,
+    device: &B::Device,
+) -> Result<Finish> {
+    let data = load::<G>(
+        &config.distill.data,
+        config.distill.policy_target(),
+        config.distill.holdout,
+        config.train.value_q_weight,
+    )?;
+    eprintln!(
+        "teacher data in {}: {} positions of {} games to train on, {} positions of {} games held out",
+        config.distill.data.display(),
+        data.train.positions(),
+        data.train.games(),
+        data.held_out.positions(),
+        data.held_out.games()
+    );
+    let resumed = start_trainer::<B>(config, dir, device)?;
+    let mut trainer = resumed.trainer;
+    let steps = data.train.positions().div_ceil(config.train.batch) as u64;
+    let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
+    for iteration in resumed.first_iteration..=last {
+        let started = Instant::now();
+        let Some(report) = train(config, &mut trainer, &data.train, steps, iteration, device, stop)? else {
+            return Ok(Finish::Interrupted);
+        };
+        let seconds_train = started.elapsed().as_secs_f64();
+        let measured = Instant::now();
+        let bar = progress(1, &format!("epoch {iteration} held-out"));
+        let held_out = measure::<B::InnerBackend, G>(
+            &trainer.inference_net(),
+            &data.held_out,
+            &config.optimizer.loss_weights,
+            device,
+        );
+        bar.finish_and_clear();
+        let seconds_held_out = measured.elapsed().as_secs_f64();
+        let saved = Instant::now();
+        let network = publish_net(&trainer.inference_net(), dir)?;
+        commit(config, dir, &trainer, iteration, &network, None)?;
+        let metrics = EpochMetrics {
+            iteration,
+            network,
+            train_positions: data.train.positions(),
+            train: report,
+            held_out,
+            seconds_train,
+            seconds_held_out,
+            seconds_checkpoint: saved.elapsed().as_secs_f64(),
+        };
+        dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
+        eprintln!(
+            "epoch {iteration}: {} steps, loss {:.3} (policy {:.3}, wdl {:.3}); held out: top-1 agreement {:.1}%, \
+             policy {:.3}, wdl {:.3} on {} positions; {:.0}s training; network {}",
+            metrics.train.steps,
+            metrics.train.loss,
+            metrics.train.policy,
+            metrics.train.wdl,
+            100.0 * metrics.held_out.top1_agreement,
+            metrics.held_out.policy,
+            metrics.held_out.wdl,
+            metrics.held_out.positions,
+            metrics.seconds_train,
+            metrics.network
+        );
+    }
+    Ok(Finish::Completed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_is_fixed_by_the_name_and_near_the_share() {
+        let names: Vec<String> = (0..10_000).map(|i| format!("{i:06}.teacher")).collect();
+        let held = names.iter().filter(|n| held_out(n, 0.1)).count();
+        assert!((800..1200).contains(&held), "{held} of 10000 held out at 10%");
+        assert!(names.iter().all(|n| held_out(n, 0.1) == held_out(n, 0.1)));
+        assert!(!names.iter().any(|n| held_out(n, 0.0)));
+    }
+}
