@@ -242,7 +242,7 @@ impl<G: Game> Tree<G> {
         {
             self.compact(self.root);
         }
-        self.reset_terminal_root();
+        self.reset_unsearchable_root();
         self.scratch.positions.truncate(0);
         self.scratch.positions.push(self.history.current().clone());
         self.progress = Progress {
@@ -979,11 +979,14 @@ impl<G: Game> Tree<G> {
         self.root = self.arena.push(Node::NEW);
     }
 
-    /// A root marked over by a path-dependent rule (the two-fold draw) whose
-    /// game goes on: search it afresh.
-    fn reset_terminal_root(&mut self) {
+    /// A root that cannot be searched as it is: one marked over by a
+    /// path-dependent rule (the two-fold draw) whose game goes on, or a
+    /// former two-fold draw that reuse turned back into a leaf with its
+    /// visits (enough of them would end a search before it expanded the
+    /// root, with no move to play). Either is searched afresh.
+    fn reset_unsearchable_root(&mut self) {
         let root = &mut self.arena.nodes[self.root as usize];
-        if root.is_terminal() {
+        if root.is_terminal() || !root.is_expanded() {
             *root = Node::NEW;
         }
     }
@@ -1130,6 +1133,17 @@ mod tests {
         let node = tree.arena.nodes[back_home as usize];
         assert!(!node.is_expanded() && !node.is_proven(), "the start position is now before the root");
         assert!(node.n > 0, "its visits are kept");
+        let kept = node.n;
+        // That leaf as the root: a search whose visit limit its kept visits
+        // already meet must still expand it and give a move to play.
+        let mut at_home = tree.clone();
+        for uci in ["g8f6", "f3g1", "f6g8"] {
+            let m = at_home.history.current().parse_uci(uci).unwrap();
+            at_home.advance(m).unwrap();
+        }
+        let result = at_home.search(&Dance, Limits::visits(kept)).unwrap();
+        assert!(result.best().is_some(), "no move after reuse made the root a leaf with {kept} visits");
+        assert_eq!(at_home.in_flight_total(), 0);
         let result = tree.search(&Dance, Limits::playouts(1_000)).unwrap();
         assert_eq!(tree.in_flight_total(), 0);
         assert!(result.playouts > 0);
