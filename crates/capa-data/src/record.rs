@@ -156,11 +156,7 @@ impl<G: Game> GameRecord<G> {
     pub fn to_bytes(&self) -> Vec<u8> {
         assert_eq!(self.moves.len(), self.plies.len(), "a record has one ply entry per move");
         let mut body = Vec::with_capacity(64 + self.plies.len() * 64);
-        put_str(&mut body, G::NAME);
-        put_str(&mut body, &self.network);
-        put_str(&mut body, &self.start.fen());
-        body.push(winner_code(self.winner));
-        body.push(self.ending.code());
+        write_header(&mut body, &self.network, &self.start, self.winner, self.ending);
         body.push(u8::from(self.resignation.enabled));
         put_varint(&mut body, self.resignation.would_have_resigned.map_or(0, |ply| u64::from(ply) + 1));
         put_varint(&mut body, self.moves.len() as u64);
@@ -186,16 +182,7 @@ impl<G: Game> GameRecord<G> {
     pub fn from_bytes(bytes: &[u8]) -> Result<GameRecord<G>, RecordError> {
         let body = KIND.open(bytes)?;
         let mut r = Reader::new(&body);
-        let name = r.string("game name")?;
-        if name != G::NAME {
-            return Err(format_error(format!("a {name} game, not {}", G::NAME)));
-        }
-        let network = r.string("network id")?;
-        let fen = r.string("start FEN")?;
-        let start = G::from_fen(&fen).map_err(|e| format_error(format!("start FEN {fen:?}: {e}")))?;
-        let winner = winner_from_code(r.byte("winner")?)?;
-        let ending = r.byte("ending")?;
-        let ending = Ending::from_code(ending)?;
+        let Header { player: network, start, winner, ending } = read_header::<G>(&mut r, "network id")?;
         let flags = r.byte("resignation flags")?;
         let would = r.varint("resignation ply")?;
         let resignation = Resignation {
@@ -215,17 +202,8 @@ impl<G: Game> GameRecord<G> {
         let mut legal = MoveList::new();
         for ply in 0..count {
             let at = |what: &str| format!("ply {ply}: {what}");
-            let packed = r.u16(&at("move"))?;
-            if let Some(outcome) = history.outcome() {
-                return Err(format_error(at(&format!("a move after the game ended ({})", outcome.reason))));
-            }
+            let m = read_move(&mut r, &history, &mut legal, ply)?;
             let position = history.current();
-            position.legal_moves(&mut legal);
-            let m = legal
-                .iter()
-                .copied()
-                .find(|&m| G::pack_move(m) == packed)
-                .ok_or_else(|| format_error(at(&format!("move code {packed:#06x} is not a legal move"))))?;
             let full_search = r.byte(&at("flags"))? & 1 == 1;
             let mut values = [0.0f32; 6];
             for v in &mut values {
@@ -279,7 +257,74 @@ impl<G: Game> GameRecord<G> {
     }
 }
 
-pub(crate) fn winner_code(winner: Option<Color>) -> u8 {
+/// What both kinds of game file start with, after the game's name: who
+/// played (a network id, a teacher), the start, the winner, the ending.
+pub(crate) struct Header<G> {
+    pub player: String,
+    pub start: G,
+    pub winner: Option<Color>,
+    pub ending: Ending,
+}
+
+pub(crate) fn write_header<G: Game>(
+    body: &mut Vec<u8>,
+    player: &str,
+    start: &G,
+    winner: Option<Color>,
+    ending: Ending,
+) {
+    put_str(body, G::NAME);
+    put_str(body, player);
+    put_str(body, &start.fen());
+    body.push(winner_code(winner));
+    body.push(ending.code());
+}
+
+/// Reads the header; `player` names the player field in errors.
+pub(crate) fn read_header<G: Game>(r: &mut Reader<'_>, player: &str) -> Result<Header<G>, RecordError> {
+    let name = r.string("game name")?;
+    if name != G::NAME {
+        return Err(format_error(format!("a {name} game, not {}", G::NAME)));
+    }
+    let player = r.string(player)?;
+    let fen = r.string("start FEN")?;
+    let start = G::from_fen(&fen).map_err(|e| format_error(format!("start FEN {fen:?}: {e}")))?;
+    let winner = winner_from_code(r.byte("winner")?)?;
+    let ending = Ending::from_code(r.byte("ending")?)?;
+    Ok(Header { player, start, winner, ending })
+}
+
+/// Reads the move played at `ply`, after checking the game goes on there;
+/// `legal` is left holding the position's legal moves.
+pub(crate) fn read_move<G: Game>(
+    r: &mut Reader<'_>,
+    history: &History<G>,
+    legal: &mut MoveList<G::Move>,
+    ply: u64,
+) -> Result<G::Move, RecordError> {
+    let packed = r.u16(&format!("ply {ply}: move"))?;
+    if let Some(outcome) = history.outcome() {
+        return Err(format_error(format!("ply {ply}: a move after the game ended ({})", outcome.reason)));
+    }
+    history.current().legal_moves(legal);
+    legal_move::<G>(legal, packed, ply, "move")
+}
+
+/// The legal move packed as `packed`; `what` names it in the error.
+pub(crate) fn legal_move<G: Game>(
+    legal: &MoveList<G::Move>,
+    packed: u16,
+    ply: u64,
+    what: &str,
+) -> Result<G::Move, RecordError> {
+    legal
+        .iter()
+        .copied()
+        .find(|&m| G::pack_move(m) == packed)
+        .ok_or_else(|| format_error(format!("ply {ply}: {what} code {packed:#06x} is not a legal move")))
+}
+
+fn winner_code(winner: Option<Color>) -> u8 {
     match winner {
         None => 0,
         Some(Color::White) => 1,
@@ -287,7 +332,7 @@ pub(crate) fn winner_code(winner: Option<Color>) -> u8 {
     }
 }
 
-pub(crate) fn winner_from_code(code: u8) -> Result<Option<Color>, RecordError> {
+fn winner_from_code(code: u8) -> Result<Option<Color>, RecordError> {
     match code {
         0 => Ok(None),
         1 => Ok(Some(Color::White)),

@@ -24,9 +24,10 @@ use std::path::Path;
 use capa_rules::{Color, Game, History, MoveList};
 
 use crate::atomic::write_atomically;
-use crate::frame::{Kind, Reader, format_error, put_str, put_varint};
+use crate::frame::{Kind, Reader, format_error, put_varint};
 use crate::record::{
-    Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, winner_code, winner_from_code,
+    Ending, GameRecord, Header, PlyRecord, RecordError, Resignation, SearchValues, legal_move, read_header, read_move,
+    write_header,
 };
 use crate::{UciScore, q_from_centipawns};
 
@@ -154,11 +155,7 @@ impl<G: Game> TeacherGame<G> {
     pub fn to_bytes(&self) -> Vec<u8> {
         assert_eq!(self.moves.len(), self.candidates.len(), "a teacher game has one candidate list per move");
         let mut body = Vec::with_capacity(64 + self.moves.len() * 40);
-        put_str(&mut body, G::NAME);
-        put_str(&mut body, &self.teacher);
-        put_str(&mut body, &self.start.fen());
-        body.push(winner_code(self.winner));
-        body.push(self.ending.code());
+        write_header(&mut body, &self.teacher, &self.start, self.winner, self.ending);
         put_varint(&mut body, self.moves.len() as u64);
         for (&m, candidates) in self.moves.iter().zip(&self.candidates) {
             body.extend_from_slice(&G::pack_move(m).to_le_bytes());
@@ -183,15 +180,7 @@ impl<G: Game> TeacherGame<G> {
     pub fn from_bytes(bytes: &[u8]) -> Result<TeacherGame<G>, RecordError> {
         let body = KIND.open(bytes)?;
         let mut r = Reader::new(&body);
-        let name = r.string("game name")?;
-        if name != G::NAME {
-            return Err(format_error(format!("a {name} game, not {}", G::NAME)));
-        }
-        let teacher = r.string("teacher")?;
-        let fen = r.string("start FEN")?;
-        let start = G::from_fen(&fen).map_err(|e| format_error(format!("start FEN {fen:?}: {e}")))?;
-        let winner = winner_from_code(r.byte("winner")?)?;
-        let ending = Ending::from_code(r.byte("ending")?)?;
+        let Header { player: teacher, start, winner, ending } = read_header::<G>(&mut r, "teacher")?;
         let count = r.varint("ply count")?;
         // Each ply takes at least 6 bytes: refuse a count the body cannot hold before allocating.
         if count > (body.len() / 6) as u64 {
@@ -203,26 +192,14 @@ impl<G: Game> TeacherGame<G> {
         let mut legal = MoveList::new();
         for ply in 0..count {
             let at = |what: &str| format!("ply {ply}: {what}");
-            let packed = r.u16(&at("move"))?;
-            if let Some(outcome) = history.outcome() {
-                return Err(format_error(at(&format!("a move after the game ended ({})", outcome.reason))));
-            }
-            history.current().legal_moves(&mut legal);
-            let find = |packed: u16, what: &str| {
-                legal
-                    .iter()
-                    .copied()
-                    .find(|&m| G::pack_move(m) == packed)
-                    .ok_or_else(|| format_error(at(&format!("{what} code {packed:#06x} is not a legal move"))))
-            };
-            let m = find(packed, "move")?;
+            let m = read_move(&mut r, &history, &mut legal, ply)?;
             let listed = r.varint(&at("candidate count"))?;
             if listed == 0 || listed > legal.len() as u64 {
                 return Err(format_error(at(&format!("{listed} candidates, {} legal moves", legal.len()))));
             }
             let mut candidates: Vec<Candidate<G::Move>> = Vec::with_capacity(listed as usize);
             for _ in 0..listed {
-                let mv = find(r.u16(&at("candidate"))?, "candidate")?;
+                let mv = legal_move::<G>(&legal, r.u16(&at("candidate"))?, ply, "candidate")?;
                 if candidates.iter().any(|c| c.mv == mv) {
                     return Err(format_error(at(&format!("candidate {mv} is listed twice"))));
                 }

@@ -1,7 +1,12 @@
 //! Game records against real games: round trips, damaged files, and random
 //! bytes, which must give an error and never a panic.
 
-use capa_data::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, remove_stale_temporaries};
+use std::io::{Read, Write};
+
+use capa_data::{
+    Candidate, Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, TeacherGame, UciScore,
+    remove_stale_temporaries,
+};
 use capa_mcts::Rng;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -35,6 +40,73 @@ fn random_game<G: Game>(seed: u64, max_plies: usize) -> GameRecord<G> {
         ending,
         resignation: Resignation { enabled: false, would_have_resigned: Some(7) },
     }
+}
+
+/// A random teacher game of `G`: random moves, and up to 8 of the legal
+/// moves as candidates with random centipawn and mate scores.
+fn random_teacher_game<G: Game>(seed: u64, max_plies: usize) -> TeacherGame<G> {
+    let mut rng = Rng::new(seed);
+    let mut history = History::new(G::startpos());
+    let mut candidates = Vec::new();
+    let mut legal = MoveList::new();
+    while history.moves().len() < max_plies && history.outcome().is_none() {
+        history.current().legal_moves(&mut legal);
+        let listed = legal
+            .iter()
+            .take(1 + (rng.next_u64() % 8) as usize)
+            .map(|&mv| {
+                let value = (rng.next_u64() % 2001) as i32 - 1000;
+                let score = if rng.uniform() < 0.1 { UciScore::Mate(value / 50) } else { UciScore::Cp(value) };
+                Candidate { mv, score }
+            })
+            .collect();
+        candidates.push(listed);
+        history.play(legal[(rng.next_u64() % legal.len() as u64) as usize]);
+    }
+    let ending = history.outcome().map_or(Ending::Rules(Termination::PlyCap), |o| Ending::Rules(o.reason));
+    TeacherGame {
+        start: G::startpos(),
+        teacher: format!("teacher-{seed}"),
+        moves: history.moves().to_vec(),
+        candidates,
+        winner: None,
+        ending,
+    }
+}
+
+/// `bytes` (a capa data file) with byte `at` of its inflated body set to
+/// `byte`, sealed again with a valid checksum: damage the checksum cannot
+/// catch, for the body's own checks.
+fn with_body_byte(bytes: &[u8], at: prop::sample::Index, byte: u8) -> Vec<u8> {
+    let mut body = Vec::new();
+    flate2::read::DeflateDecoder::new(&bytes[13..]).read_to_end(&mut body).unwrap();
+    let i = at.index(body.len());
+    body[i] = byte;
+    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(&body).unwrap();
+    let payload = encoder.finish().unwrap();
+    let mut sealed = bytes[..9].to_vec();
+    sealed.extend_from_slice(&crc32fast_hash(&payload).to_le_bytes());
+    sealed.extend_from_slice(&payload);
+    sealed
+}
+
+#[test]
+fn teacher_games_round_trip_for_both_games() {
+    for seed in 0..20 {
+        let game = random_teacher_game::<Capablanca>(seed, 80);
+        let read = TeacherGame::<Capablanca>::from_bytes(&game.to_bytes()).unwrap();
+        assert_eq!((read.moves, read.candidates, read.ending), (game.moves, game.candidates, game.ending));
+        let game = random_teacher_game::<Chess>(seed, 80);
+        let read = TeacherGame::<Chess>::from_bytes(&game.to_bytes()).unwrap();
+        assert_eq!((read.moves, read.candidates, read.teacher), (game.moves, game.candidates, game.teacher));
+    }
+    let chess = random_teacher_game::<Chess>(1, 10).to_bytes();
+    let error = TeacherGame::<Capablanca>::from_bytes(&chess).unwrap_err().to_string();
+    assert!(error.contains("a chess game, not capablanca"), "{error}");
+    let record = random_game::<Chess>(1, 10).to_bytes();
+    let error = TeacherGame::<Chess>::from_bytes(&record).unwrap_err().to_string();
+    assert!(error.contains("not a capa teacher game"), "{error}");
 }
 
 fn assert_same<G: Game>(a: &GameRecord<G>, b: &GameRecord<G>) {
@@ -117,6 +189,15 @@ proptest! {
         let _ = GameRecord::<Chess>::from_bytes(&bytes);
     }
 
+    /// Damage inside the body, past the checksum: an error or a game, never a panic.
+    #[test]
+    fn damaged_bodies_never_panic(seed in 0u64..1000, at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let record = with_body_byte(&random_game::<Capablanca>(seed, 30).to_bytes(), at, byte);
+        let _ = GameRecord::<Capablanca>::from_bytes(&record);
+        let teacher = with_body_byte(&random_teacher_game::<Capablanca>(seed, 30).to_bytes(), at, byte);
+        let _ = TeacherGame::<Capablanca>::from_bytes(&teacher);
+    }
+
     /// Random bytes after a valid header.
     #[test]
     fn random_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..400)) {
@@ -124,6 +205,10 @@ proptest! {
         bytes.extend_from_slice(&crc32fast_hash(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
         let _ = GameRecord::<Capablanca>::from_bytes(&bytes);
+        let mut bytes = b"CAPATEAC\x01".to_vec();
+        bytes.extend_from_slice(&crc32fast_hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let _ = TeacherGame::<Capablanca>::from_bytes(&bytes);
     }
 }
 

@@ -533,7 +533,7 @@ fn teacher_games(dir: &Path, games: usize) {
             candidates.push(listed);
         };
         let game = TeacherGame {
-            start: history.start().clone(),
+            start: *history.start(),
             teacher: "made up".to_string(),
             moves: history.moves().to_vec(),
             candidates,
