@@ -53,7 +53,8 @@ impl MatchScore {
 /// or 1 says only "far apart").
 pub fn elo_difference(score: f64) -> f64 {
     let s = score.clamp(1e-9, 1.0 - 1e-9);
-    (-400.0 * (1.0 / s - 1.0).log10()).clamp(-1000.0, 1000.0)
+    // + 0.0 turns the -0 of an even score into 0, which prints without a sign.
+    (-400.0 * (1.0 / s - 1.0).log10()).clamp(-1000.0, 1000.0) + 0.0
 }
 
 /// The expected score per game of a player `elo` points stronger.
@@ -228,6 +229,7 @@ mod tests {
 
     #[test]
     fn elo_follows_the_score() {
+        assert_eq!(format!("{:+.0}", elo_difference(0.5)), "+0");
         let even = MatchScore { wins: 10, draws: 10, losses: 10 };
         let (elo, low, high) = even.elo();
         assert!(elo.abs() < 1e-9 && low < 0.0 && high > 0.0);
