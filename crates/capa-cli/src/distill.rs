@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_data::{
-    Candidate, Ending, Go, TeacherGame, UciEngine, position_command, remove_stale_temporaries, write_atomically,
+    Candidate, Ending, Go, TEACHER_EXTENSION, TeacherGame, UciEngine, position_command, remove_stale_temporaries,
+    write_atomically,
 };
 use capa_mcts::{Rng, random_opening};
 use capa_net::GameKind;
@@ -28,8 +29,6 @@ use crate::matches::read_openings;
 
 /// The settings file in the output folder.
 const SETTINGS: &str = "generation.txt";
-/// The extension of teacher game files.
-pub const EXTENSION: &str = "teacher";
 /// Spreads the games' opening seeds.
 const GAME_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Failed games in a row, all workers together, before the generation stops.
@@ -93,7 +92,7 @@ impl GenArgs {
 
 /// The file of game `index`.
 fn game_file(out: &Path, index: usize) -> PathBuf {
-    out.join(format!("{index:06}.{EXTENSION}"))
+    out.join(format!("{index:06}.{TEACHER_EXTENSION}"))
 }
 
 /// Runs the generation and prints its summary.

@@ -32,7 +32,9 @@ pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, write_atomically};
 pub use elo::{Bisection, MatchScore, Sprt, SprtVerdict, elo_difference, expected_score};
 pub use pgn::{PgnTags, centipawns, q_from_centipawns, to_pgn, write_pgn};
 pub use record::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues};
-pub use teacher::{Candidate, MATE_CENTIPAWNS, PolicyTarget, TeacherGame, policy_target, score_centipawns};
+pub use teacher::{
+    Candidate, MATE_CENTIPAWNS, PolicyTarget, TEACHER_EXTENSION, TeacherGame, policy_target, score_centipawns,
+};
 pub use uci::{
     DEFAULT_TIMEOUT, EngineOption, Go, OptionKind, PvLine, SearchOutput, UciEngine, UciError, UciScore, find_program,
     parse_info, parse_option, position_command,

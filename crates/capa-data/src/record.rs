@@ -242,8 +242,7 @@ impl<G: Game> GameRecord<G> {
     /// # Errors
     /// [`RecordError::File`] naming the path and the I/O error.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        write_atomically(path, &self.to_bytes())
-            .map_err(|e| RecordError::File { path: path.to_path_buf(), source: Box::new(e.into()) })
+        write_file(path, &self.to_bytes())
     }
 
     /// Reads the record at `path`.
@@ -251,10 +250,21 @@ impl<G: Game> GameRecord<G> {
     /// # Errors
     /// [`RecordError::File`] naming the path and what is wrong.
     pub fn read(path: &Path) -> Result<GameRecord<G>, RecordError> {
-        let in_file = |e: RecordError| RecordError::File { path: path.to_path_buf(), source: Box::new(e) };
-        let bytes = std::fs::read(path).map_err(|e| in_file(e.into()))?;
-        GameRecord::from_bytes(&bytes).map_err(in_file)
+        read_file(path, GameRecord::from_bytes)
     }
+}
+
+/// Writes a data file atomically; errors name the path.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
+    write_atomically(path, bytes)
+        .map_err(|e| RecordError::File { path: path.to_path_buf(), source: Box::new(e.into()) })
+}
+
+/// Reads a data file with `parse`; errors name the path.
+pub(crate) fn read_file<T>(path: &Path, parse: impl FnOnce(&[u8]) -> Result<T, RecordError>) -> Result<T, RecordError> {
+    let in_file = |e: RecordError| RecordError::File { path: path.to_path_buf(), source: Box::new(e) };
+    let bytes = std::fs::read(path).map_err(|e| in_file(e.into()))?;
+    parse(&bytes).map_err(in_file)
 }
 
 /// What both kinds of game file start with, after the game's name: who

@@ -23,15 +23,18 @@ use std::path::Path;
 
 use capa_rules::{Color, Game, History, MoveList};
 
-use crate::atomic::write_atomically;
 use crate::frame::{Kind, Reader, format_error, put_varint};
 use crate::record::{
-    Ending, GameRecord, Header, PlyRecord, RecordError, Resignation, SearchValues, legal_move, read_header, read_move,
-    write_header,
+    Ending, GameRecord, Header, PlyRecord, RecordError, Resignation, SearchValues, legal_move, read_file, read_header,
+    read_move, write_file, write_header,
 };
 use crate::{UciScore, q_from_centipawns};
 
 const KIND: Kind = Kind { magic: b"CAPATEAC", version: 1, name: "teacher game" };
+
+/// The extension of teacher game files, as `capa distill gen` names them
+/// and distillation runs look for them.
+pub const TEACHER_EXTENSION: &str = "teacher";
 
 /// What a mate counts as in centipawns, less one per move to the mate: far
 /// above any real evaluation, so a mating move takes all of a soft target.
@@ -229,8 +232,7 @@ impl<G: Game> TeacherGame<G> {
     /// # Errors
     /// [`RecordError::File`] naming the path and the I/O error.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        write_atomically(path, &self.to_bytes())
-            .map_err(|e| RecordError::File { path: path.to_path_buf(), source: Box::new(e.into()) })
+        write_file(path, &self.to_bytes())
     }
 
     /// Reads the game at `path`.
@@ -238,9 +240,7 @@ impl<G: Game> TeacherGame<G> {
     /// # Errors
     /// [`RecordError::File`] naming the path and what is wrong.
     pub fn read(path: &Path) -> Result<TeacherGame<G>, RecordError> {
-        let in_file = |e: RecordError| RecordError::File { path: path.to_path_buf(), source: Box::new(e) };
-        let bytes = std::fs::read(path).map_err(|e| in_file(e.into()))?;
-        TeacherGame::from_bytes(&bytes).map_err(in_file)
+        read_file(path, TeacherGame::from_bytes)
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::prelude::*;
-use capa_data::{PolicyTarget, TeacherGame};
+use capa_data::{PolicyTarget, TEACHER_EXTENSION, TeacherGame};
 use capa_net::{CapaAutodiffBackend, CapaBackend, Net, NetGame, burn, losses};
 use serde::Serialize;
 
@@ -23,8 +23,6 @@ use crate::config::{RunConfig, Sampling};
 use crate::run::{Finish, METRICS, TrainReport, commit, progress, publish_net, start_trainer, to_tensors, train};
 use crate::rundir::RunDir;
 
-/// The extension `capa distill gen` gives teacher games.
-const EXTENSION: &str = "teacher";
 /// Positions per forward pass on the held-out games.
 const BATCH: usize = 256;
 
@@ -58,13 +56,13 @@ pub(crate) fn load<G: NetGame>(
     let mut names = Vec::new();
     for entry in entries {
         let path = entry.with_context(|| format!("distill.data: cannot list {}", folder.display()))?.path();
-        if path.extension().is_some_and(|e| e == EXTENSION) {
+        if path.extension().is_some_and(|e| e == TEACHER_EXTENSION) {
             names.push(path);
         }
     }
     names.sort();
     if names.is_empty() {
-        bail!("distill.data: {} holds no .{EXTENSION} files (run `capa distill gen` first)", folder.display());
+        bail!("distill.data: {} holds no .{TEACHER_EXTENSION} files (run `capa distill gen` first)", folder.display());
     }
     let mut data = TeacherData {
         train: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value_q_weight),
