@@ -103,19 +103,9 @@ pub fn run(args: &EloArgs) -> Result<()> {
         );
         bisection.record(elo, score);
     }
-    let (estimate, low, high) = bisection.estimate().context("no probe was played")?;
-    let probed = bisection.probes().iter().map(|p| p.0);
-    let (lowest, highest) = probed.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), e| (l.min(e), h.max(e)));
-    // An estimate at the end of the searched range is a bound, not a value.
-    let elo = if estimate <= lowest - 999.0 {
-        format!("at most {high:.0} (95%)")
-    } else if estimate >= highest + 999.0 {
-        format!("at least {low:.0} (95%)")
-    } else {
-        format!("{estimate:.0} (95%: {low:.0} to {high:.0})")
-    };
+    let estimate = bisection.estimate().context("no probe was played")?;
     println!(
-        "Elo {elo} on {}'s UCI_Elo scale, from {probes} probes of {} games",
+        "Elo {estimate} on {}'s UCI_Elo scale, from {probes} probes of {} games",
         args.engine,
         args.games.div_ceil(2) * 2
     );

@@ -188,38 +188,86 @@ impl Bisection {
         &self.probes
     }
 
-    /// The estimate from all probes together: the strength that makes the
-    /// points scored most likely under the logistic model (draws count
-    /// half), with the 95% interval where the log-likelihood is within 1.92
-    /// of its best. For a single probe the estimate is
-    /// `opponent - 400 log10(1 / s - 1)`. Searched from 1,000 below the
-    /// lowest probe to 1,000 above the highest, so an estimate at either
-    /// end means "at most" or "at least" that.
-    pub fn estimate(&self) -> Option<(f64, f64, f64)> {
-        let lowest = self.probes.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
-        let highest = self.probes.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
-        if self.probes.is_empty() {
-            return None;
+    /// The estimate from all probes so far ([`estimate_strength`]).
+    pub fn estimate(&self) -> Option<EloEstimate> {
+        estimate_strength(&self.probes)
+    }
+}
+
+/// A strength from probes against opponents of known strength (their
+/// strength and the score against each): the strength that makes the
+/// points scored most likely under the logistic model (draws count
+/// half), with the 95% interval where the log-likelihood is within 1.92
+/// of its best. For a single probe the estimate is
+/// `opponent - 400 log10(1 / s - 1)`. Searched from 1,000 below the
+/// lowest probe to 1,000 above the highest; an estimate at either end
+/// is a bound, not a value ([`EloEstimate::kind`]).
+fn estimate_strength(probes: &[(f64, MatchScore)]) -> Option<EloEstimate> {
+    let lowest = probes.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let highest = probes.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    if probes.is_empty() {
+        return None;
+    }
+    let log_likelihood = |elo: f64| -> f64 {
+        probes
+            .iter()
+            .map(|(opponent, score)| {
+                let games = f64::from(score.games());
+                let points = score.fraction() * games;
+                let p = expected_score(elo - opponent).clamp(1e-12, 1.0 - 1e-12);
+                points * p.ln() + (games - points) * (1.0 - p).ln()
+            })
+            .sum()
+    };
+    let grid: Vec<f64> =
+        ((lowest - 1000.0).round() as i64..=(highest + 1000.0).round() as i64).map(|e| e as f64).collect();
+    let values: Vec<f64> = grid.iter().map(|&e| log_likelihood(e)).collect();
+    let (best, &top) = values.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let inside = |v: &f64| *v >= top - 1.92;
+    let low = values.iter().position(inside).map_or(grid[0], |i| grid[i]);
+    let high = values.iter().rposition(inside).map_or(grid[grid.len() - 1], |i| grid[i]);
+    let kind = if best == 0 {
+        EstimateKind::AtMost
+    } else if best == grid.len() - 1 {
+        EstimateKind::AtLeast
+    } else {
+        EstimateKind::Value
+    };
+    Some(EloEstimate { elo: grid[best], low, high, kind })
+}
+
+/// A strength estimated from probes against opponents of known strength.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EloEstimate {
+    /// The most likely strength.
+    pub elo: f64,
+    /// The 95% interval's lower end.
+    pub low: f64,
+    /// The 95% interval's upper end.
+    pub high: f64,
+    /// Whether the probes pin the strength down or only bound it.
+    pub kind: EstimateKind,
+}
+
+/// What an [`EloEstimate`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EstimateKind {
+    /// A strength within the probes' reach.
+    Value,
+    /// Every probe was lost by far: the strength is at most `high`.
+    AtMost,
+    /// Every probe was won by far: the strength is at least `low`.
+    AtLeast,
+}
+
+impl std::fmt::Display for EloEstimate {
+    /// `1520 (95%: 1460 to 1580)`, or `at most 1210 (95%)` for a bound.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            EstimateKind::Value => write!(f, "{:.0} (95%: {:.0} to {:.0})", self.elo, self.low, self.high),
+            EstimateKind::AtMost => write!(f, "at most {:.0} (95%)", self.high),
+            EstimateKind::AtLeast => write!(f, "at least {:.0} (95%)", self.low),
         }
-        let log_likelihood = |elo: f64| -> f64 {
-            self.probes
-                .iter()
-                .map(|(opponent, score)| {
-                    let games = f64::from(score.games());
-                    let points = score.fraction() * games;
-                    let p = expected_score(elo - opponent).clamp(1e-12, 1.0 - 1e-12);
-                    points * p.ln() + (games - points) * (1.0 - p).ln()
-                })
-                .sum()
-        };
-        let grid: Vec<f64> =
-            ((lowest - 1000.0).round() as i64..=(highest + 1000.0).round() as i64).map(|e| e as f64).collect();
-        let values: Vec<f64> = grid.iter().map(|&e| log_likelihood(e)).collect();
-        let (best, &top) = values.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
-        let inside = |v: &f64| *v >= top - 1.92;
-        let low = values.iter().position(inside).map_or(grid[0], |i| grid[i]);
-        let high = values.iter().rposition(inside).map_or(grid[grid.len() - 1], |i| grid[i]);
-        Some((grid[best], low, high))
     }
 }
 
@@ -287,8 +335,8 @@ mod tests {
             }
             bisection.record(opponent, score);
         }
-        let (estimate, low, high) = bisection.estimate().unwrap();
-        (estimate, low, high, bisection.probes().len())
+        let estimate = bisection.estimate().unwrap();
+        (estimate.elo, estimate.low, estimate.high, bisection.probes().len())
     }
 
     #[test]
@@ -328,7 +376,14 @@ mod tests {
         // One probe: the estimate is the formula.
         let mut one = Bisection::new(1000.0, 2000.0, 10.0);
         one.record(1500.0, MatchScore { wins: 3, draws: 0, losses: 1 });
-        let (estimate, _, _) = one.estimate().unwrap();
-        assert!((estimate - (1500.0 + elo_difference(0.75))).abs() <= 0.5, "{estimate}");
+        let estimate = one.estimate().unwrap();
+        assert!((estimate.elo - (1500.0 + elo_difference(0.75))).abs() <= 0.5, "{estimate}");
+        assert_eq!(estimate.kind, EstimateKind::Value);
+        // Every game lost: a bound, printed as one.
+        let mut lost = Bisection::new(1000.0, 2000.0, 10.0);
+        lost.record(1500.0, MatchScore { wins: 0, draws: 0, losses: 10 });
+        let estimate = lost.estimate().unwrap();
+        assert_eq!(estimate.kind, EstimateKind::AtMost);
+        assert!(estimate.to_string().starts_with("at most ") && estimate.high < 1500.0, "{estimate}");
     }
 }

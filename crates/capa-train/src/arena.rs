@@ -1,16 +1,18 @@
-//! A small arena: two networks play each other at an equal search budget,
-//! to tell whether training made a network stronger.
+//! A small arena: a network plays another network, or a UCI engine, to
+//! tell whether training made it stronger.
 //!
 //! Games come in pairs: both start from the same few random plies, with
-//! the colours swapped, so an opening's bias cancels out. Every move is a
-//! fresh search of `simulations` playouts (no tree reuse), all games of a
-//! side searched together.
+//! the colours swapped, so an opening's bias cancels out. All games run
+//! at once: a network searches every game where it is to move together,
+//! each move a fresh search (no tree reuse); an engine answers them one
+//! by one.
 
 use anyhow::{Result, anyhow};
 use capa_data::MatchScore;
 use capa_mcts::{Evaluator, Limits, Rng, SearchParams, Tree, random_opening, search_many};
 use capa_rules::{Color, Game, GameResult, History};
 
+use crate::engine::EnginePlayer;
 use crate::selfplay::mix;
 
 /// How the arena plays.
@@ -18,25 +20,67 @@ use crate::selfplay::mix;
 pub struct ArenaSettings {
     /// Games, rounded up to an even number.
     pub games: u32,
-    /// Playouts per move, the same for both.
-    pub simulations: u32,
-    /// Random plies before the networks take over.
+    /// Random plies before the players take over.
     pub random_plies: u32,
     /// Plies after which a game is a draw.
     pub ply_cap: u32,
-    /// Seeds the openings.
+    /// Seeds the openings and the searches.
     pub seed: u64,
-    /// The search (no noise: both play their best).
+}
+
+/// One side of the arena: chooses the moves of several games at once.
+pub trait Player<G: Game> {
+    /// The move at the end of each of `games`; `seeds` (one per game) seed
+    /// any random choice.
+    ///
+    /// # Errors
+    /// A failed search or engine.
+    fn moves(&mut self, games: &[&History<G>], seeds: &[u64]) -> Result<Vec<G::Move>>;
+}
+
+/// A network searching `simulations` playouts per move, without noise.
+pub struct NetworkPlayer<'a, E> {
+    /// The network.
+    pub evaluator: &'a E,
+    /// Playouts per move.
+    pub simulations: u32,
+    /// The search.
     pub params: SearchParams,
 }
 
-/// Plays `first` against `second`.
+impl<G: Game, E: Evaluator<G>> Player<G> for NetworkPlayer<'_, E> {
+    fn moves(&mut self, games: &[&History<G>], seeds: &[u64]) -> Result<Vec<G::Move>> {
+        let mut trees = games
+            .iter()
+            .zip(seeds)
+            .map(|(&history, &seed)| {
+                let mut tree = Tree::new(history.clone(), self.params.clone(), seed)?;
+                tree.start(Limits::playouts(self.simulations), false)?;
+                Ok(tree)
+            })
+            .collect::<Result<Vec<_>, capa_mcts::SearchError>>()
+            .map_err(|e| anyhow!("{e}"))?;
+        let mut chosen = vec![None; trees.len()];
+        let groups = 2.min(trees.len());
+        search_many(&mut trees, self.evaluator, groups, |i, _, result| chosen[i] = result.best().map(|b| b.mv))
+            .map_err(|e| anyhow!("arena search failed: {e}"))?;
+        chosen.into_iter().map(|m| m.ok_or_else(|| anyhow!("a search found no move"))).collect()
+    }
+}
+
+impl<G: Game> Player<G> for EnginePlayer {
+    fn moves(&mut self, games: &[&History<G>], _: &[u64]) -> Result<Vec<G::Move>> {
+        games.iter().map(|history| self.best_move(history)).collect()
+    }
+}
+
+/// Plays `first` against `second`; the score is `first`'s.
 ///
 /// # Errors
-/// A search or evaluator failure.
-pub fn arena<G: Game, A: Evaluator<G>, B: Evaluator<G>>(
-    first: &A,
-    second: &B,
+/// A player's failure.
+pub fn arena<G: Game>(
+    first: &mut dyn Player<G>,
+    second: &mut dyn Player<G>,
     settings: &ArenaSettings,
     mut on_game: impl FnMut(&MatchScore),
 ) -> Result<MatchScore> {
@@ -59,28 +103,15 @@ pub fn arena<G: Game, A: Evaluator<G>, B: Evaluator<G>>(
             if playing.is_empty() {
                 continue;
             }
-            let mut trees = playing
-                .iter()
-                .map(|&g| {
-                    let seed = mix(settings.seed ^ 0x0061_7265_6e61, plies + g as u64);
-                    let mut tree = Tree::new(games[g].0.clone(), settings.params.clone(), seed)?;
-                    tree.start(Limits::playouts(settings.simulations), false)?;
-                    Ok(tree)
-                })
-                .collect::<Result<Vec<_>, capa_mcts::SearchError>>()
-                .map_err(|e| anyhow!("{e}"))?;
-            let mut chosen = vec![None; trees.len()];
-            let groups = 2.min(trees.len());
-            let searched = if first_moves {
-                search_many(&mut trees, first, groups, |i, _, result| chosen[i] = result.best().map(|b| b.mv))
-            } else {
-                search_many(&mut trees, second, groups, |i, _, result| chosen[i] = result.best().map(|b| b.mv))
-            };
-            searched.map_err(|e| anyhow!("arena search failed: {e}"))?;
+            let positions: Vec<&History<G>> = playing.iter().map(|&g| &games[g].0).collect();
+            let seeds: Vec<u64> =
+                playing.iter().map(|&g| mix(settings.seed ^ 0x0061_7265_6e61, plies + g as u64)).collect();
+            let player: &mut dyn Player<G> = if first_moves { &mut *first } else { &mut *second };
+            let chosen = player.moves(&positions, &seeds)?;
             plies += 1;
             for (&g, m) in playing.iter().zip(chosen) {
                 let (history, first_color) = &mut games[g];
-                history.play(m.ok_or_else(|| anyhow!("a search found no move"))?);
+                history.play(m);
                 if let Some(outcome) = history.outcome() {
                     over[g] = true;
                     let to_move = history.current().turn();
@@ -106,17 +137,12 @@ mod tests {
 
     #[test]
     fn every_game_is_counted_and_colours_alternate() {
-        let settings = ArenaSettings {
-            games: 6,
-            simulations: 8,
-            random_plies: 4,
-            ply_cap: 30,
-            seed: 3,
-            params: SearchParams { parallel_sims: 4, ..SearchParams::default() },
-        };
+        let settings = ArenaSettings { games: 6, random_plies: 4, ply_cap: 30, seed: 3 };
+        let params = SearchParams { parallel_sims: 4, ..SearchParams::default() };
+        let mut first = NetworkPlayer { evaluator: &UniformEvaluator, simulations: 8, params: params.clone() };
+        let mut second = NetworkPlayer { evaluator: &RandomEvaluator, simulations: 8, params };
         let mut reported = 0;
-        let score =
-            arena::<Capablanca, _, _>(&UniformEvaluator, &RandomEvaluator, &settings, |_| reported += 1).unwrap();
+        let score = arena::<Capablanca>(&mut first, &mut second, &settings, |_| reported += 1).unwrap();
         assert_eq!((score.games(), reported), (6, 6));
     }
 }

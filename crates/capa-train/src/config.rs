@@ -37,7 +37,7 @@ pub struct RunConfig {
     /// Checkpoints.
     #[serde(default)]
     pub checkpoint: CheckpointSection,
-    /// `[eval]`: the new network against the previous one.
+    /// `[eval]`: the new network against the previous one or an engine.
     #[serde(default)]
     pub eval: EvalSection,
     /// `[curriculum]`: some self-play games against a UCI engine.
@@ -283,24 +283,68 @@ impl Default for CheckpointSection {
 }
 
 /// `[eval]`: every `every` iterations, a short match of the new network
-/// against the one it replaces, logged in the iteration's metrics line.
+/// against the one it replaces, or its Elo against a UCI engine of set
+/// strength; logged in the iteration's metrics line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EvalSection {
     /// Evaluate every this many iterations; 0 never.
     pub every: u64,
-    /// Games per evaluation (rounded up to pairs with colours swapped).
+    /// Games per match, or per probe against the engine (rounded up to
+    /// pairs with colours swapped).
     pub games: u32,
-    /// Playouts per move, the same for both networks.
+    /// The network's playouts per move (both networks').
     pub simulations: u32,
     /// Uniformly random plies that open each pair of games.
     pub random_plies: u32,
+    /// A UCI engine with `UCI_LimitStrength` and `UCI_Elo`
+    /// (`fairy-stockfish`) to measure the network's Elo against; empty: the
+    /// previous network is the opponent.
+    pub engine: String,
+    /// The engine's nodes per move (`go nodes`).
+    pub nodes: u64,
+    /// Against the engine: Elo by bisection over its `UCI_Elo`, or one
+    /// match at `anchor`.
+    pub method: EvalMethod,
+    /// The engine's `UCI_Elo` in `method = "anchor"`.
+    pub anchor: i64,
+    /// The bisection's starting bracket of `UCI_Elo`; the engine's whole
+    /// range when absent.
+    pub bracket: Option<[i64; 2]>,
+    /// The bisection stops once its bracket is this narrow (or a probe
+    /// scores 45% to 55%).
+    pub tolerance: i64,
+    /// The bisection stops after this many probes.
+    pub max_probes: u32,
 }
 
 impl Default for EvalSection {
     fn default() -> EvalSection {
-        EvalSection { every: 0, games: 20, simulations: 32, random_plies: 6 }
+        EvalSection {
+            every: 0,
+            games: 20,
+            simulations: 32,
+            random_plies: 6,
+            engine: String::new(),
+            nodes: 10_000,
+            method: EvalMethod::Bisection,
+            anchor: 1350,
+            bracket: None,
+            tolerance: 100,
+            max_probes: 5,
+        }
     }
+}
+
+/// How `[eval]` measures a network against an engine.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvalMethod {
+    /// Probes over the engine's `UCI_Elo`, halving a bracket (the
+    /// authoritative figure).
+    Bisection,
+    /// One match at a fixed `UCI_Elo` (the quick check).
+    Anchor,
 }
 
 /// `[curriculum]`: a share of the trainer's self-play games against a UCI
@@ -487,6 +531,14 @@ impl RunConfig {
             ("run.dir", !self.run.dir.as_os_str().is_empty(), "must name a directory"),
             ("eval.games", self.eval.every == 0 || self.eval.games >= 1, "must be at least 1"),
             ("eval.simulations", (1..=1_000_000).contains(&self.eval.simulations), "must be 1 to 1000000"),
+            ("eval.nodes", self.eval.nodes >= 1, "must be at least 1"),
+            ("eval.tolerance", self.eval.tolerance >= 1, "must be at least 1 Elo"),
+            ("eval.max_probes", self.eval.max_probes >= 1, "must be at least 1"),
+            (
+                "eval.bracket",
+                self.eval.bracket.is_none_or(|[low, high]| low < high),
+                "must be [low, high] with low below high",
+            ),
             ("curriculum.fraction", (0.0..=1.0).contains(&self.curriculum.fraction), "must be in [0, 1]"),
             ("curriculum.step", (0..=1000).contains(&self.curriculum.step), "must be 0 to 1000"),
             ("curriculum.nodes", self.curriculum.nodes >= 1, "must be at least 1"),

@@ -7,21 +7,17 @@
 //! replays and its result still teaches the value head. The engine answers
 //! from the search driver's thread, one position at a time.
 
-use anyhow::{Context, Result, bail};
-use capa_data::{Go, MatchScore, OptionKind, PlyRecord, SearchValues, UciEngine, position_command};
+use anyhow::Result;
+use capa_data::{MatchScore, PlyRecord, SearchValues};
 use capa_rules::{Color, Game, GameResult, History};
 use serde::Serialize;
 
 use crate::config::CurriculumSection;
+use crate::engine::EnginePlayer;
 
 /// The engine, its current strength, and this iteration's results.
 pub struct Curriculum {
-    engine: UciEngine,
-    command: String,
-    go: Go,
-    /// The engine's current `UCI_Elo`.
-    elo: i64,
-    range: (i64, i64),
+    engine: EnginePlayer,
     step: i64,
     /// Share of games played against the engine.
     pub fraction: f32,
@@ -53,38 +49,14 @@ impl Curriculum {
         if section.engine.trim().is_empty() || section.fraction == 0.0 {
             return Ok(None);
         }
-        let command = section.engine.trim().to_string();
-        let mut engine = UciEngine::start(&command).with_context(|| format!("[curriculum] engine `{command}`"))?;
-        engine.select_variant(G::NAME).context("[curriculum]")?;
-        let range = match engine.option("UCI_Elo").map(|o| &o.kind) {
-            Some(&OptionKind::Spin { min, max }) if engine.option("UCI_LimitStrength").is_some() => (min, max),
-            _ => bail!("[curriculum] engine `{command}` cannot limit its strength (no UCI_LimitStrength and UCI_Elo)"),
-        };
-        engine.set_option("UCI_LimitStrength", "true")?;
-        let mut curriculum = Curriculum {
-            engine,
-            command,
-            go: Go::Nodes(section.nodes),
-            elo: 0,
-            range,
-            step: section.step,
-            fraction: section.fraction,
-            score: MatchScore::default(),
-        };
-        curriculum.set_elo(elo.unwrap_or(section.elo))?;
-        curriculum.engine.new_game()?;
-        Ok(Some(curriculum))
+        let mut engine = EnginePlayer::start::<G>("[curriculum]", &section.engine, section.nodes)?;
+        engine.set_elo(elo.unwrap_or(section.elo))?;
+        Ok(Some(Curriculum { engine, step: section.step, fraction: section.fraction, score: MatchScore::default() }))
     }
 
     /// The engine's current `UCI_Elo`.
     pub fn elo(&self) -> i64 {
-        self.elo
-    }
-
-    fn set_elo(&mut self, elo: i64) -> Result<()> {
-        self.elo = elo.clamp(self.range.0, self.range.1);
-        self.engine.set_option("UCI_Elo", &self.elo.to_string())?;
-        Ok(())
+        self.engine.elo()
     }
 
     /// The engine's move at the end of `history`, and the record of that
@@ -94,17 +66,13 @@ impl Curriculum {
     /// # Errors
     /// An engine that fails or answers with an illegal move.
     pub fn reply<G: Game>(&mut self, history: &History<G>) -> Result<(G::Move, PlyRecord)> {
-        let position = position_command(history);
-        let output = self.engine.go(&position, self.go).with_context(|| format!("[curriculum] `{}`", self.command))?;
-        let best = output.best.with_context(|| format!("[curriculum] `{}` found no move", self.command))?;
-        let current = history.current();
-        let m = current.parse_uci(&best).with_context(|| format!("[curriculum] `{}` played {best}", self.command))?;
+        let m = self.engine.best_move(history).map_err(|e| e.context("[curriculum]"))?;
         let none = SearchValues { q: 0.0, d: 0.0, m: 0.0 };
         let ply = PlyRecord {
             full_search: false,
             root: none,
             best: none,
-            visits: vec![(current.policy_index(m) as u16, 1.0)],
+            visits: vec![(history.current().policy_index(m) as u16, 1.0)],
         };
         Ok((m, ply))
     }
@@ -125,13 +93,13 @@ impl Curriculum {
     /// An engine that no longer takes options.
     pub fn end_iteration(&mut self) -> Result<CurriculumReport> {
         let score = std::mem::take(&mut self.score);
-        let played = self.elo;
+        let played = self.engine.elo();
         if score.games() > 0 {
             let s = score.fraction();
             if s > 0.6 {
-                self.set_elo(played + self.step)?;
+                self.engine.set_elo(played + self.step)?;
             } else if s < 0.4 {
-                self.set_elo(played - self.step)?;
+                self.engine.set_elo(played - self.step)?;
             }
         }
         Ok(CurriculumReport {
@@ -139,7 +107,7 @@ impl Curriculum {
             wins: score.wins,
             draws: score.draws,
             losses: score.losses,
-            next_elo: self.elo,
+            next_elo: self.engine.elo(),
         })
     }
 }

@@ -3,7 +3,9 @@
 //! as many steps as the training split has positions per batch, on
 //! uniformly drawn positions; then the held-out games measure how often
 //! the network's first choice is the teacher's, and the policy and value
-//! losses there. Checkpoints, resume and metrics are the self-play loop's.
+//! losses there; every `eval.every` epochs `[eval]` measures it in play
+//! (its Elo against an engine, or its score against the previous epoch's
+//! network). Checkpoints, resume and metrics are the self-play loop's.
 //!
 //! The split is by game and fixed by the file names, so a resumed run
 //! holds out the same games.
@@ -20,6 +22,7 @@ use serde::Serialize;
 
 use crate::buffer::ReplayBuffer;
 use crate::config::{RunConfig, Sampling};
+use crate::evaluate::{Evaluation, evaluate};
 use crate::run::{Finish, METRICS, TrainReport, commit, progress, publish_net, start_trainer, to_tensors, train};
 use crate::rundir::RunDir;
 
@@ -138,6 +141,8 @@ struct EpochMetrics {
     train_positions: usize,
     train: TrainReport,
     held_out: HeldOut,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eval: Option<Evaluation>,
     seconds_train: f64,
     seconds_held_out: f64,
     seconds_checkpoint: f64,
@@ -165,7 +170,7 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         data.held_out.games()
     );
     let resumed = start_trainer::<B>(config, dir, device)?;
-    let mut trainer = resumed.trainer;
+    let (mut trainer, mut network) = (resumed.trainer, resumed.network);
     let steps = data.train.positions().div_ceil(config.train.batch) as u64;
     let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
     for iteration in resumed.first_iteration..=last {
@@ -185,22 +190,32 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         bar.finish_and_clear();
         let seconds_held_out = measured.elapsed().as_secs_f64();
         let saved = Instant::now();
-        let network = publish_net(&trainer.inference_net(), dir)?;
+        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference_net(), dir)?);
+        let seconds_checkpoint = saved.elapsed().as_secs_f64();
+        // Before the commit, as in the self-play loop: a run killed during
+        // the evaluation redoes the epoch, and its metrics line is whole.
+        let eval = if config.eval.every > 0 && iteration.is_multiple_of(config.eval.every) {
+            Some(evaluate::<B, G>(config, dir, &trainer, device, &previous, iteration)?)
+        } else {
+            None
+        };
+        let saved = Instant::now();
         commit(config, dir, &trainer, iteration, &network, None)?;
         let metrics = EpochMetrics {
             iteration,
-            network,
+            network: network.clone(),
             train_positions: data.train.positions(),
             train: report,
             held_out,
+            eval,
             seconds_train,
             seconds_held_out,
-            seconds_checkpoint: saved.elapsed().as_secs_f64(),
+            seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
         };
         dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
         eprintln!(
             "epoch {iteration}: {} steps, loss {:.3} (policy {:.3}, wdl {:.3}); held out: top-1 agreement {:.1}%, \
-             policy {:.3}, wdl {:.3} on {} positions; {:.0}s training; network {}",
+             policy {:.3}, wdl {:.3} on {} positions; {:.0}s training; network {}{}",
             metrics.train.steps,
             metrics.train.loss,
             metrics.train.policy,
@@ -210,7 +225,8 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
             metrics.held_out.wdl,
             metrics.held_out.positions,
             metrics.seconds_train,
-            metrics.network
+            metrics.network,
+            metrics.eval.as_ref().map_or_else(String::new, |e| format!("; {}", e.summary()))
         );
     }
     Ok(Finish::Completed)

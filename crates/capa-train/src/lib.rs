@@ -1,7 +1,8 @@
 //! capa's training loop, as a library for the `capa-train` binary and the
 //! tests: the run configuration, self-play, the replay buffer, the loop
 //! with its checkpoints and resume, self-play workers, and the arena that
-//! `[eval]` plays the new network against the previous one in;
+//! `[eval]` plays the new network in, against the previous one or a UCI
+//! engine (Elo by bisection over its `UCI_Elo`);
 //! distillation from a teacher's games (`run.mode = "distill"`); and the
 //! diagnostics of a run's replay window (`buffer_stats`, `overfit_check`).
 
@@ -13,6 +14,8 @@ mod config;
 mod curriculum;
 mod diagnostics;
 mod distill;
+mod engine;
+mod evaluate;
 mod run;
 mod rundir;
 mod selfplay;
@@ -20,8 +23,8 @@ mod worker;
 
 pub use buffer::{HostBatch, ReplayBuffer};
 pub use config::{
-    BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalSection, GameSection, NetSection,
-    RunConfig, RunMode, RunSection, Sampling, SelfPlaySection, TargetKind, TrainSection,
+    BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalMethod, EvalSection, GameSection,
+    NetSection, RunConfig, RunMode, RunSection, Sampling, SelfPlaySection, TargetKind, TrainSection,
 };
 pub use curriculum::{Curriculum, CurriculumReport};
 pub use diagnostics::{BufferStats, OverfitReport, buffer_stats, overfit_check};

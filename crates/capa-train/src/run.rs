@@ -29,20 +29,20 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use burn::prelude::*;
 use capa_data::{GameRecord, to_pgn};
-use capa_mcts::{Rng, SearchParams};
+use capa_mcts::Rng;
 use capa_net::{
     BackendTask, CapaAutodiffBackend, GameKind, Net, NetEvaluator, NetGame, Targets, Trainer, burn, load_checkpoint,
-    load_net, save_checkpoint, save_net, with_backend,
+    save_checkpoint, save_net, with_backend,
 };
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::arena::{ArenaSettings, arena};
 use crate::buffer::{HostBatch, ReplayBuffer};
 use crate::config::{RunConfig, RunMode};
 use crate::curriculum::{Curriculum, CurriculumReport};
+use crate::evaluate::{Evaluation, check_engine, evaluate};
 use crate::rundir::{Entry, RunDir};
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, mix, play};
 
@@ -82,6 +82,10 @@ pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
     let data = &config.distill.data;
     if config.run.mode == RunMode::Distill && !data.is_dir() {
         bail!("distill.data: {} is not a folder (run `capa distill gen` to make one)", data.display());
+    }
+    match config.game.name {
+        GameKind::Capablanca => check_engine::<Capablanca>(&config.eval)?,
+        GameKind::Chess => check_engine::<Chess>(&config.eval)?,
     }
     let dir = RunDir::open(&config.run.dir)?;
     let _only_trainer = dir.lock()?;
@@ -317,61 +321,6 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     bar.finish_and_clear();
     dir.write(&format!("pgn/iter-{iteration:06}.pgn"), pgn.as_bytes())?;
     Ok((!stop.load(Ordering::Relaxed)).then_some(stats))
-}
-
-/// The trainer's new network against `previous` at equal playouts: `[eval]`.
-fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
-    config: &RunConfig,
-    dir: &RunDir,
-    trainer: &Trainer<B>,
-    device: &B::Device,
-    previous: &str,
-    iteration: u64,
-) -> Result<Evaluation> {
-    let started = Instant::now();
-    let key = format!("nets/{previous}.safetensors");
-    let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
-    let opponent = load_net::<B::InnerBackend>(&path, device).with_context(|| format!("[eval]: cannot load {key}"))?;
-    let current = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
-    let opponent = NetEvaluator::<G>::from_net(opponent, device.clone())?;
-    let settings = ArenaSettings {
-        games: config.eval.games,
-        simulations: config.eval.simulations,
-        random_plies: config.eval.random_plies,
-        ply_cap: config.game.ply_cap,
-        seed: mix(config.run.seed ^ 0x6576_616c, iteration),
-        params: SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() },
-    };
-    let bar = progress(u64::from(config.eval.games.div_ceil(2) * 2), &format!("iteration {iteration} eval"));
-    let score = arena::<G, _, _>(&current, &opponent, &settings, |_| bar.inc(1))?;
-    bar.finish_and_clear();
-    let (elo, elo_low, elo_high) = score.elo();
-    Ok(Evaluation {
-        opponent: previous.to_string(),
-        wins: score.wins,
-        draws: score.draws,
-        losses: score.losses,
-        score: score.fraction(),
-        elo,
-        elo_low,
-        elo_high,
-        seconds: started.elapsed().as_secs_f64(),
-    })
-}
-
-/// The `[eval]` match of one iteration, from the new network's side.
-#[derive(Clone, Debug, Serialize)]
-struct Evaluation {
-    /// The network it played: the one it replaces.
-    opponent: String,
-    wins: u32,
-    draws: u32,
-    losses: u32,
-    score: f64,
-    elo: f64,
-    elo_low: f64,
-    elo_high: f64,
-    seconds: f64,
 }
 
 /// A game file's name: the iteration, then the game, so names sort in play order.
@@ -718,12 +667,7 @@ impl Metrics {
         let curriculum = self.curriculum.as_ref().map_or_else(String::new, |c| {
             format!("; vs engine at UCI_Elo {}: +{} ={} -{}, next {}", c.elo, c.wins, c.draws, c.losses, c.next_elo)
         });
-        let eval = self.eval.as_ref().map_or_else(String::new, |e| {
-            format!(
-                "; vs previous +{} ={} -{}, Elo {:+.0} ({:+.0} to {:+.0})",
-                e.wins, e.draws, e.losses, e.elo, e.elo_low, e.elo_high
-            )
-        });
+        let eval = self.eval.as_ref().map_or_else(String::new, |e| format!("; {}", e.summary()));
         format!(
             "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} plies/s; {} steps, loss {:.3} (policy {:.3}, wdl {:.3}); \
              {:.0}s self-play, {:.0}s training; data wait {:.0}%; network {}{eval}{curriculum}",

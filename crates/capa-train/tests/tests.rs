@@ -154,8 +154,9 @@ fn two_iterations_then_a_resumed_third() {
     assert!(lines[1].get("eval").is_none());
     let eval = &lines[2]["eval"];
     assert_eq!(eval["opponent"], lines[1]["network"]);
-    let games = ["wins", "draws", "losses"].map(|k| eval[k].as_u64().unwrap()).iter().sum::<u64>();
+    let games = ["wins", "draws", "losses"].map(|k| eval["probes"][0][k].as_u64().unwrap()).iter().sum::<u64>();
     assert_eq!(games, 2, "{eval}");
+    assert_eq!(eval["probes"].as_array().unwrap().len(), 1, "{eval}");
 
     // The diagnostics read the same run.
     let stats = capa_train::buffer_stats(&run).unwrap();
@@ -242,6 +243,8 @@ fn bad_configs_are_refused_before_any_work() {
         ("", vec!["buffer.sampling=random"], vec!["--set buffer.sampling=random", "uniform"]),
         ("", vec!["run.backend=tpu"], vec!["--set run.backend=tpu"]),
         ("[eval]\nevery = 1\nsimulations = 0\n", vec![], vec!["eval.simulations (line 3)", "1 to 1000000"]),
+        ("[eval]\nbracket = [2000, 1500]\n", vec![], vec!["eval.bracket (line 2)", "low below high"]),
+        ("", vec!["eval.method=guess"], vec!["--set eval.method=guess", "bisection"]),
         ("", vec!["curriculum.fraction=2"], vec!["curriculum.fraction", "[0, 1]"]),
         ("[run]\nmode = \"distill\"\n", vec![], vec!["distill.data", "capa distill gen"]),
         ("", vec!["run.mode=teach"], vec!["--set run.mode=teach", "distill"]),
@@ -575,5 +578,77 @@ fn distillation_trains_on_teacher_games_and_resumes() {
     std::fs::write(data.join("000003.teacher"), b"not a game").unwrap();
     let stderr = train_expecting_failure(&config, &run, &[&sets[..], &["run.iterations=4"]].concat());
     assert!(stderr.contains("000003.teacher") && stderr.contains("not a capa teacher game"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_distillation_run_measures_its_elo_against_fairy_stockfish() {
+    let Some(engine) = capa_data::find_program(Path::new("fairy-stockfish")) else {
+        assert_eq!(std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(), Ok("1"), "fairy-stockfish is missing");
+        return;
+    };
+    let dir = scratch("distill-eval");
+    let (data, run) = (dir.join("data"), dir.join("run"));
+    teacher_games(&data, 6);
+    let config = tiny(&dir);
+    let data_set = format!("distill.data={}", data.display());
+    let engine_set = format!("eval.engine={}", engine.display());
+    let sets = [
+        "run.mode=distill",
+        &data_set,
+        "run.iterations=1",
+        "eval.every=1",
+        &engine_set,
+        "eval.games=2",
+        "eval.simulations=4",
+        "eval.nodes=1",
+        "eval.max_probes=2",
+    ];
+    let last_eval = |run: &Path| -> serde_json::Value {
+        let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+        serde_json::from_str::<serde_json::Value>(metrics.lines().last().unwrap()).unwrap()["eval"].clone()
+    };
+    let games =
+        |probe: &serde_json::Value| ["wins", "draws", "losses"].map(|k| probe[k].as_u64().unwrap()).iter().sum::<u64>();
+
+    // Bisection over the engine's whole range, 1350 to 2850: the first probe
+    // is its middle, the second (if any) the middle of the half it points to.
+    let output = train(&config, &run, &sets);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("at UCI_Elo 2100:") && stderr.contains("; Elo "), "{stderr}");
+    let eval = last_eval(&run);
+    let probes = eval["probes"].as_array().unwrap();
+    assert!((1..=2).contains(&probes.len()), "{eval}");
+    assert_eq!(probes[0]["uci_elo"], 2100);
+    if let Some(second) = probes.get(1) {
+        assert!([1725, 2475].contains(&second["uci_elo"].as_i64().unwrap()), "{eval}");
+    }
+    assert!(probes.iter().all(|p| games(p) == 2), "{eval}");
+    assert!(["value", "at_most", "at_least"].contains(&eval["elo_kind"].as_str().unwrap()), "{eval}");
+    let (low, elo, high) = (eval["elo_low"].as_f64(), eval["elo"].as_f64(), eval["elo_high"].as_f64());
+    assert!(low <= elo && elo <= high, "{eval}");
+
+    // The quick check: one match at the anchor.
+    let anchor = [&sets[..], &["run.iterations=2", "eval.method=anchor", "eval.anchor=1400"]].concat();
+    train(&config, &run, &anchor);
+    let eval = last_eval(&run);
+    assert_eq!(eval["probes"].as_array().unwrap().len(), 1, "{eval}");
+    assert_eq!(eval["probes"][0]["uci_elo"], 1400);
+    assert_clean(&run);
+
+    // Levels the engine cannot play are refused before any work.
+    let refused = dir.join("refused");
+    let cases: [(&[&str], &[&str]); 3] = [
+        (&["eval.method=anchor", "eval.anchor=100"], &["eval.anchor", "outside", "1350 to 2850"]),
+        (&["eval.bracket=[1400, 1450]"], &["eval.bracket", "no wider than eval.tolerance"]),
+        (&["eval.engine=/no/such/engine"], &["[eval] engine `/no/such/engine`"]),
+    ];
+    for (extra, expected) in cases {
+        let stderr = train_expecting_failure(&config, &refused, &[&sets[..], extra].concat());
+        for part in expected {
+            assert!(stderr.contains(part), "{extra:?}: expected {part:?} in:\n{stderr}");
+        }
+        assert!(!refused.exists(), "{extra:?} started work");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,0 +1,208 @@
+//! `[eval]`: every `eval.every` iterations (epochs in distillation), the
+//! trainer's network plays in the arena, against the network it replaces
+//! or against a UCI engine of set strength. Against the engine, its Elo on
+//! the engine's `UCI_Elo` scale comes from a bisection over that scale
+//! (the authoritative figure) or from one match at a fixed anchor (the
+//! quick check).
+
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use capa_data::{Bisection, EloEstimate, EstimateKind, MatchScore};
+use capa_mcts::SearchParams;
+use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer, load_net};
+use capa_rules::Game;
+use serde::Serialize;
+
+use crate::arena::{ArenaSettings, NetworkPlayer, arena};
+use crate::config::{EvalMethod, EvalSection, RunConfig};
+use crate::engine::EnginePlayer;
+use crate::run::progress;
+use crate::rundir::RunDir;
+use crate::selfplay::mix;
+
+/// One iteration's evaluation, from the new network's side.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Evaluation {
+    /// The opponent: the previous network's name, or the engine's command.
+    pub opponent: String,
+    /// The matches played: one against a network or at the anchor, one
+    /// per probe of a bisection.
+    pub probes: Vec<Probe>,
+    /// Against a network, the Elo difference; against the engine, the Elo
+    /// on its `UCI_Elo` scale.
+    pub elo: f64,
+    /// The 95% interval's lower end.
+    pub elo_low: f64,
+    /// The 95% interval's upper end.
+    pub elo_high: f64,
+    /// `value`, or `at_most` / `at_least` when the network lost or won
+    /// every probe by too far for a value (the interval's far end is the bound).
+    pub elo_kind: &'static str,
+    /// Seconds the evaluation took.
+    pub seconds: f64,
+    /// Against the engine, the estimate for the summary line.
+    #[serde(skip)]
+    estimate: Option<EloEstimate>,
+}
+
+/// One match of an evaluation.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Probe {
+    /// The engine's `UCI_Elo`; absent against a network.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uci_elo: Option<i64>,
+    /// Games won.
+    pub wins: u32,
+    /// Games drawn.
+    pub draws: u32,
+    /// Games lost.
+    pub losses: u32,
+    /// Points per game.
+    pub score: f64,
+}
+
+impl Probe {
+    fn new(uci_elo: Option<i64>, score: MatchScore) -> Probe {
+        Probe { uci_elo, wins: score.wins, draws: score.draws, losses: score.losses, score: score.fraction() }
+    }
+}
+
+impl Evaluation {
+    /// The evaluation for the iteration's summary line.
+    pub fn summary(&self) -> String {
+        let results = |p: &Probe| format!("+{} ={} -{}", p.wins, p.draws, p.losses);
+        match self.probes.as_slice() {
+            [probe] if probe.uci_elo.is_none() => format!(
+                "vs previous {}, Elo {:+.0} ({:+.0} to {:+.0})",
+                results(probe),
+                self.elo,
+                self.elo_low,
+                self.elo_high
+            ),
+            probes => {
+                let played: Vec<String> =
+                    probes.iter().map(|p| format!("{}: {}", p.uci_elo.unwrap_or_default(), results(p))).collect();
+                let elo = self.estimate.map_or_else(String::new, |e| e.to_string());
+                format!("vs {} at UCI_Elo {}; Elo {elo}", self.opponent, played.join(", "))
+            }
+        }
+    }
+}
+
+/// The bracket of `UCI_Elo` a bisection starts from, or the anchor alone,
+/// checked against the engine's range.
+fn engine_levels(section: &EvalSection, range: (i64, i64)) -> Result<(i64, i64)> {
+    let (min, max) = range;
+    let (low, high) = match section.method {
+        EvalMethod::Anchor => (section.anchor, section.anchor),
+        EvalMethod::Bisection => section.bracket.map_or(range, |[low, high]| (low, high)),
+    };
+    let key = if section.method == EvalMethod::Anchor { "eval.anchor" } else { "eval.bracket" };
+    if low < min || high > max {
+        bail!("{key}: {low} to {high} is outside `{}`'s UCI_Elo range, {min} to {max}", section.engine.trim());
+    }
+    if section.method == EvalMethod::Bisection && high - low <= section.tolerance {
+        bail!("{key}: {low} to {high} is no wider than eval.tolerance ({}): nothing to bisect", section.tolerance);
+    }
+    Ok((low, high))
+}
+
+/// Checks, before a run starts, that `[eval]`'s engine (if any) starts,
+/// plays `G` and can be set to the anchor or bracket.
+///
+/// # Errors
+/// What is wrong, naming the key.
+pub(crate) fn check_engine<G: Game>(section: &EvalSection) -> Result<()> {
+    if section.every == 0 || section.engine.trim().is_empty() {
+        return Ok(());
+    }
+    let engine = EnginePlayer::start::<G>("[eval]", &section.engine, section.nodes)?;
+    engine_levels(section, engine.range()).map(drop)
+}
+
+/// Evaluates the trainer's network for `iteration`: against the engine
+/// when `[eval]` names one, otherwise against the network `previous`.
+///
+/// # Errors
+/// A missing previous network, an engine or search failure.
+pub(crate) fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    trainer: &Trainer<B>,
+    device: &B::Device,
+    previous: &str,
+    iteration: u64,
+) -> Result<Evaluation> {
+    let started = Instant::now();
+    let section = &config.eval;
+    let current = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let params = SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() };
+    let mut network = NetworkPlayer { evaluator: &current, simulations: section.simulations, params: params.clone() };
+    let settings = |probe: u64| ArenaSettings {
+        games: section.games,
+        random_plies: section.random_plies,
+        ply_cap: config.game.ply_cap,
+        seed: mix(config.run.seed ^ 0x6576_616c, iteration.wrapping_mul(64) + probe),
+    };
+    let pairs = u64::from(section.games.div_ceil(2) * 2);
+    if section.engine.trim().is_empty() {
+        let key = format!("nets/{previous}.safetensors");
+        let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
+        let opponent =
+            load_net::<B::InnerBackend>(&path, device).with_context(|| format!("[eval]: cannot load {key}"))?;
+        let opponent = NetEvaluator::<G>::from_net(opponent, device.clone())?;
+        let mut opponent =
+            NetworkPlayer { evaluator: &opponent, simulations: section.simulations, params: params.clone() };
+        let bar = progress(pairs, &format!("iteration {iteration} eval"));
+        let score = arena::<G>(&mut network, &mut opponent, &settings(0), |_| bar.inc(1))?;
+        bar.finish_and_clear();
+        let (elo, elo_low, elo_high) = score.elo();
+        return Ok(Evaluation {
+            opponent: previous.to_string(),
+            probes: vec![Probe::new(None, score)],
+            elo,
+            elo_low,
+            elo_high,
+            elo_kind: "value",
+            seconds: started.elapsed().as_secs_f64(),
+            estimate: None,
+        });
+    }
+    let mut engine = EnginePlayer::start::<G>("[eval]", &section.engine, section.nodes)?;
+    let (low, high) = engine_levels(section, engine.range())?;
+    // The anchor's one probe is recorded in a bisection too, for its estimate.
+    let mut bisection = Bisection::new(low as f64, high as f64, section.tolerance as f64);
+    loop {
+        let played = bisection.probes().len() as u32;
+        let level = match section.method {
+            _ if played == section.max_probes => break,
+            EvalMethod::Anchor if played == 0 => low,
+            EvalMethod::Anchor => break,
+            EvalMethod::Bisection => match bisection.next_probe() {
+                Some(level) => level as i64,
+                None => break,
+            },
+        };
+        let level = engine.set_elo(level)?;
+        let bar = progress(pairs, &format!("iteration {iteration} eval at UCI_Elo {level}"));
+        let score = arena::<G>(&mut network, &mut engine, &settings(u64::from(played)), |_| bar.inc(1))?;
+        bar.finish_and_clear();
+        bisection.record(level as f64, score);
+    }
+    let estimate = bisection.estimate().context("[eval] played no probe")?;
+    Ok(Evaluation {
+        opponent: section.engine.trim().to_string(),
+        probes: bisection.probes().iter().map(|&(level, score)| Probe::new(Some(level as i64), score)).collect(),
+        elo: estimate.elo,
+        elo_low: estimate.low,
+        elo_high: estimate.high,
+        elo_kind: match estimate.kind {
+            EstimateKind::Value => "value",
+            EstimateKind::AtMost => "at_most",
+            EstimateKind::AtLeast => "at_least",
+        },
+        seconds: started.elapsed().as_secs_f64(),
+        estimate: Some(estimate),
+    })
+}
