@@ -9,7 +9,8 @@
 # DATA is a folder `capa distill gen` wrote for configs/distill.toml's game.
 # The runs go to runs/ablation-soft and runs/ablation-hard (RUNS=prefix to
 # change), and are resumed if they exist. Binaries come from target/release
-# (BIN=folder to change). NODES=1 compares the policies alone.
+# (BIN=folder to change). NODES=1 compares the policies alone. The config's
+# [eval] is off (--set eval.every=N turns it back on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 1 ]; then
@@ -30,7 +31,7 @@ declare -A net
 for targets in soft hard; do
   run="$runs-$targets"
   "$bin/capa-train" --config configs/distill.toml --set "run.dir=$run" --set "distill.data=$data" \
-    --set "distill.targets=$targets" --set "run.iterations=$epochs" "$@"
+    --set "distill.targets=$targets" --set "run.iterations=$epochs" --set eval.every=0 "$@"
   net[$targets]="$run/nets/$(cat "$run/LATEST").safetensors"
   agreement=$(tail -n 1 "$run/metrics.jsonl" | grep -o '"top1_agreement":[0-9.eE+-]*' | cut -d: -f2)
   echo "$targets targets: held-out top-1 agreement $agreement after $epochs epochs (network ${net[$targets]})"
