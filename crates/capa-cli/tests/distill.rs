@@ -1,5 +1,6 @@
 //! `capa distill gen` with the real engines: the files it writes, their
-//! targets, resume after a kill, and the errors a user can run into.
+//! targets, resume after a kill, the errors a user can run into, and a
+//! distillation epoch of the trainer on what it wrote.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -138,7 +139,28 @@ fn fairy_stockfish_teaches_capablanca() {
     let _ = std::fs::remove_dir_all(&out);
     let run = capa(&gen_args(engine.to_str().unwrap(), "capablanca", out.to_str().unwrap(), "1"));
     assert!(run.status.success(), "{}", stderr(&run));
-    assert!(check_games::<Capablanca>(&out, 4, 2) > 2);
+    let positions = check_games::<Capablanca>(&out, 4, 2);
+    assert!(positions > 2);
+
+    // The trainer learns from it through the normal path: one epoch of a
+    // tiny network, every position in the training split.
+    let run_dir = scratch("distill-capablanca-run");
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let config = format!(
+        "[run]\ndir = {:?}\nmode = \"distill\"\niterations = 1\n[game]\nname = \"capablanca\"\n\
+         [net]\nchannels = 16\nblocks = 1\ntransformer_blocks = 1\nheads = 2\ngroups = 2\n\
+         [distill]\ndata = {:?}\nholdout = 0.0\n[train]\nbatch = 16\n",
+        run_dir.display().to_string(),
+        out.display().to_string()
+    );
+    let config = capa_train::RunConfig::parse(&config, &[]).unwrap();
+    let finish = capa_train::run(&config, &std::sync::atomic::AtomicBool::new(false)).unwrap();
+    assert_eq!(finish, capa_train::Finish::Completed);
+    let metrics = std::fs::read_to_string(run_dir.join("metrics.jsonl")).unwrap();
+    let expected = format!("\"train_positions\":{positions},");
+    assert!(metrics.lines().count() == 1 && metrics.contains(&expected), "{metrics}");
+    assert!(metrics.contains(&format!("\"steps\":{},", positions.div_ceil(16))), "{metrics}");
+    std::fs::remove_dir_all(&run_dir).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
 }
 
