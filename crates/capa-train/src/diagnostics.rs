@@ -1,7 +1,9 @@
 //! What a run's data says about its health, read from the run directory
 //! alone: `capa buffer-stats` (results, endings, lengths, value targets of
 //! the replay window) and `capa overfit-check` (the newest network's losses
-//! on the window's oldest positions against its newest).
+//! on the window's oldest positions against its newest, and the network
+//! that played the newest games on them, which it never trained on,
+//! against the games before, which it did).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,8 +20,8 @@ use capa_rules::chess::Chess;
 
 use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;
-use crate::run::{list_games, to_tensors, window_games};
-use crate::rundir::RunDir;
+use crate::run::{list_games, newest_games, to_tensors, window_games};
+use crate::rundir::{Entry, RunDir};
 
 /// The replay window of a run, summarised.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -131,6 +133,35 @@ pub struct OverfitReport {
     pub oldest: [f64; 3],
     /// The same on the newest positions.
     pub newest: [f64; 3],
+    /// The network that played the newest games, on them and on the games
+    /// before; `None` while the run has games of one network only.
+    pub held_out: Option<HeldOutReport>,
+}
+
+/// The network that played the newest games, which it never trained on,
+/// measured on them and on as many positions of the games before, which it
+/// trained on. A value head that learned what wins (rather than which game
+/// a position came from) loses about as little on the first as on the
+/// second; one that memorised outcomes does no better than a uniform
+/// guess (WDL loss ln 3 = 1.099) on games it never saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeldOutReport {
+    /// The network.
+    pub network: String,
+    /// Positions on each side.
+    pub positions: usize,
+    /// Policy, WDL and total losses on its own games (never trained on).
+    pub unseen: [f64; 3],
+    /// The same on the games before (trained on).
+    pub seen: [f64; 3],
+}
+
+impl HeldOutReport {
+    /// Unseen over seen WDL loss: 1.5 or more means the value head
+    /// memorises game outcomes.
+    pub fn wdl_ratio(&self) -> f64 {
+        self.unseen[1] / self.seen[1].max(1e-9)
+    }
 }
 
 impl OverfitReport {
@@ -148,12 +179,25 @@ impl fmt::Display for OverfitReport {
         writeln!(f, "oldest: {}", line(self.oldest))?;
         writeln!(f, "newest: {}", line(self.newest))?;
         let verdict = if self.ratio() >= 2.0 { "memorising the buffer" } else { "below 2: no sign of memorising" };
-        write!(f, "ratio newest/oldest {:.2}: {verdict}", self.ratio())
+        write!(f, "ratio newest/oldest {:.2}: {verdict}", self.ratio())?;
+        let Some(held) = &self.held_out else {
+            return write!(f, "\nno held-out check: every game so far was played by one network");
+        };
+        writeln!(f, "\nnetwork {}, which played the newest games, {} positions each:", held.network, held.positions)?;
+        writeln!(f, "its own games (never trained on): {}", line(held.unseen))?;
+        writeln!(f, "the games before (trained on): {}", line(held.seen))?;
+        let verdict = if held.wdl_ratio() >= 1.5 {
+            "the value head memorises game outcomes (a uniform guess scores 1.099)"
+        } else {
+            "below 1.5: the value head carries over to new games"
+        };
+        write!(f, "wdl ratio unseen/seen {:.2}: {verdict}", held.wdl_ratio())
     }
 }
 
 /// Measures memorisation in the run at `location` with `positions`
-/// positions from each end of its replay window, on `device`.
+/// positions from each end of its replay window, and as many (at most)
+/// on each side of the held-out check, on `device`.
 ///
 /// # Errors
 /// An unreadable run, no network yet, a window too small, a backend error.
@@ -163,68 +207,132 @@ pub fn overfit_check(location: &Path, positions: usize, device: DeviceSpec) -> R
         .read("LATEST")?
         .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
         .context("the run has no network yet (no LATEST)")?;
-    let key = format!("nets/{network}.safetensors");
-    let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
-    struct Check<'a, G> {
-        config: &'a RunConfig,
-        dir: &'a RunDir,
-        path: &'a Path,
-        positions: usize,
-        _game: PhantomData<G>,
+    let net_path = |name: &str| -> Result<std::path::PathBuf> {
+        let key = format!("nets/{name}.safetensors");
+        dir.local_copy(&key)?.with_context(|| format!("{key} is missing"))
+    };
+    let latest = net_path(&network).context("LATEST names a network that is missing")?;
+    let files = list_games(&dir)?;
+    // Game keys are `games/<the network that played>/<file>`.
+    let player_of = |entry: &Entry| entry.key.split('/').nth(1).map(str::to_string);
+    let player = files.last().and_then(player_of);
+    let player = match player {
+        Some(name) if files.iter().any(|f| player_of(f).as_ref() != Some(&name)) => {
+            let path = net_path(&name).context("the network that played the newest games")?;
+            Some((name, path))
+        }
+        _ => None,
+    };
+    let (own, before): (Vec<Entry>, Vec<Entry>) = match &player {
+        Some((name, _)) => files.iter().cloned().partition(|f| player_of(f).as_ref() == Some(name)),
+        None => (Vec::new(), Vec::new()),
+    };
+    let task = Check {
+        config: &config,
+        dir: &dir,
+        files: &files,
+        latest: &latest,
+        held_out: player.as_ref().map(|(_, path)| (path.as_path(), own.as_slice(), before.as_slice())),
+        positions,
+        _game: PhantomData::<()>,
+    };
+    let (oldest, newest, held) = match config.game.name {
+        GameKind::Capablanca => with_backend(device, task.for_game::<Capablanca>())?,
+        GameKind::Chess => with_backend(device, task.for_game::<Chess>())?,
+    }?;
+    let held_out = player.zip(held).map(|((network, _), (positions, unseen, seen))| HeldOutReport {
+        network,
+        positions,
+        unseen,
+        seen,
+    });
+    Ok(OverfitReport { network, positions, oldest, newest, held_out })
+}
+
+/// What the overfit check measures, for one game.
+struct Check<'a, G> {
+    config: &'a RunConfig,
+    dir: &'a RunDir,
+    files: &'a [Entry],
+    latest: &'a Path,
+    /// The network that played the newest games, its games, and the ones before.
+    held_out: Option<(&'a Path, &'a [Entry], &'a [Entry])>,
+    positions: usize,
+    _game: PhantomData<G>,
+}
+
+/// Losses on the window's oldest and newest positions; then, for the
+/// held-out check, the positions measured and the losses on unseen and seen games.
+type CheckOutput = Result<([f64; 3], [f64; 3], Option<(usize, [f64; 3], [f64; 3])>)>;
+
+impl<'a> Check<'a, ()> {
+    /// The same check, for game `G`.
+    fn for_game<G>(self) -> Check<'a, G> {
+        let Check { config, dir, files, latest, held_out, positions, .. } = self;
+        Check { config, dir, files, latest, held_out, positions, _game: PhantomData }
     }
-    impl<G: NetGame> BackendTask for Check<'_, G> {
-        type Output = Result<([f64; 3], [f64; 3])>;
-        fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Self::Output {
-            let net = load_net::<B::InnerBackend>(self.path, &device)?;
-            let mut buffer = ReplayBuffer::<G>::new(
-                self.config.buffer.window,
-                self.config.buffer.sampling,
-                self.config.train.value_q_weight,
-            );
-            for record in window_games::<G>(self.config, self.dir, &list_games(self.dir)?)? {
+}
+
+impl<G: NetGame> BackendTask for Check<'_, G> {
+    type Output = CheckOutput;
+    fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Self::Output {
+        let config = self.config;
+        let buffer_of = |files: &[Entry], positions: usize| -> Result<ReplayBuffer<G>> {
+            let mut buffer = ReplayBuffer::<G>::new(positions, config.buffer.sampling, config.train.value_q_weight);
+            for record in newest_games::<G>(self.dir, files, positions)? {
                 buffer.push(record);
             }
-            let available = buffer.positions() / 2;
-            anyhow::ensure!(
-                available >= self.positions.max(1),
-                "the window holds {} positions: too few for {} at each end",
-                buffer.positions(),
-                self.positions
-            );
-            let weights = &self.config.optimizer.loss_weights;
-            let end = buffer.positions();
-            let measure = |range: std::ops::Range<usize>| -> [f64; 3] {
-                let mut sums = [0.0; 3];
-                for start in range.clone().step_by(BATCH) {
-                    let chunk = start..(start + BATCH).min(range.end);
-                    let size = chunk.len() as f64;
-                    let (planes, targets) = to_tensors::<B::InnerBackend, G>(buffer.encode_range(chunk), &device);
-                    let output = net.forward(planes, true);
-                    let l = losses(output, targets, weights);
-                    let scalar = |t: Tensor<B::InnerBackend, 1>| f64::from(t.into_scalar().elem::<f32>());
-                    sums[0] += size * scalar(l.policy);
-                    sums[1] += size * scalar(l.wdl);
-                    sums[2] += size * scalar(l.total);
-                }
-                sums.map(|s| s / range.len() as f64)
-            };
-            Ok((measure(0..self.positions), measure(end - self.positions..end)))
+            Ok(buffer)
+        };
+        let weights = &config.optimizer.loss_weights;
+        let net = load_net::<B::InnerBackend>(self.latest, &device)?;
+        let window = buffer_of(self.files, config.buffer.window)?;
+        anyhow::ensure!(
+            window.positions() / 2 >= self.positions.max(1),
+            "the window holds {} positions: too few for {} at each end",
+            window.positions(),
+            self.positions
+        );
+        let end = window.positions();
+        let oldest = mean_losses(&net, &window, 0..self.positions, weights, &device);
+        let newest = mean_losses(&net, &window, end - self.positions..end, weights, &device);
+        let Some((player, own, before)) = self.held_out else {
+            return Ok((oldest, newest, None));
+        };
+        let (unseen, seen) = (buffer_of(own, self.positions)?, buffer_of(before, self.positions)?);
+        let n = self.positions.min(unseen.positions()).min(seen.positions());
+        if n == 0 {
+            return Ok((oldest, newest, None));
         }
+        let player = load_net::<B::InnerBackend>(player, &device)?;
+        let last = |buffer: &ReplayBuffer<G>| buffer.positions() - n..buffer.positions();
+        let unseen_losses = mean_losses(&player, &unseen, last(&unseen), weights, &device);
+        let seen_losses = mean_losses(&player, &seen, last(&seen), weights, &device);
+        Ok((oldest, newest, Some((n, unseen_losses, seen_losses))))
     }
-    let check = |positions| -> Result<([f64; 3], [f64; 3])> {
-        match config.game.name {
-            GameKind::Capablanca => with_backend(
-                device,
-                Check::<Capablanca> { config: &config, dir: &dir, path: &path, positions, _game: PhantomData },
-            )?,
-            GameKind::Chess => with_backend(
-                device,
-                Check::<Chess> { config: &config, dir: &dir, path: &path, positions, _game: PhantomData },
-            )?,
-        }
-    };
-    let (oldest, newest) = check(positions)?;
-    Ok(OverfitReport { network, positions, oldest, newest })
+}
+
+/// `net`'s mean policy, WDL and total losses on `range` of `buffer`.
+fn mean_losses<B: capa_net::CapaBackend, G: NetGame>(
+    net: &capa_net::Net<B>,
+    buffer: &ReplayBuffer<G>,
+    range: std::ops::Range<usize>,
+    weights: &capa_net::LossWeights,
+    device: &B::Device,
+) -> [f64; 3] {
+    let mut sums = [0.0; 3];
+    for start in range.clone().step_by(BATCH) {
+        let chunk = start..(start + BATCH).min(range.end);
+        let size = chunk.len() as f64;
+        let (planes, targets) = to_tensors::<B, G>(buffer.encode_range(chunk), device);
+        let output = net.forward(planes, true);
+        let l = losses(output, targets, weights);
+        let scalar = |t: Tensor<B, 1>| f64::from(t.into_scalar().elem::<f32>());
+        sums[0] += size * scalar(l.policy);
+        sums[1] += size * scalar(l.wdl);
+        sums[2] += size * scalar(l.total);
+    }
+    sums.map(|s| s / range.len().max(1) as f64)
 }
 
 /// Positions per forward pass of the overfit check.

@@ -27,7 +27,7 @@ pub use config::{
     NetSection, RunConfig, RunMode, RunSection, Sampling, SelfPlaySection, TargetKind, TrainSection,
 };
 pub use curriculum::{Curriculum, CurriculumReport};
-pub use diagnostics::{BufferStats, OverfitReport, buffer_stats, overfit_check};
+pub use diagnostics::{BufferStats, HeldOutReport, OverfitReport, buffer_stats, overfit_check};
 pub use run::{Finish, run};
 pub use rundir::{Entry, RunDir};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};

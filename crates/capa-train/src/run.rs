@@ -365,14 +365,20 @@ pub(crate) fn window_games<G: NetGame>(
     dir: &RunDir,
     files: &[Entry],
 ) -> Result<Vec<GameRecord<G>>> {
+    newest_games(dir, files, config.buffer.window)
+}
+
+/// The newest games among `files` (oldest first) with `positions` training
+/// positions or just more, read and returned oldest first.
+pub(crate) fn newest_games<G: NetGame>(dir: &RunDir, files: &[Entry], positions: usize) -> Result<Vec<GameRecord<G>>> {
     let mut newest = Vec::new();
-    let mut positions = 0;
+    let mut held = 0;
     for file in files.iter().rev() {
-        if positions >= config.buffer.window {
+        if held >= positions {
             break;
         }
         if let Some(record) = read_game::<G>(dir, &file.key)? {
-            positions += record.plies.iter().filter(|p| p.full_search).count();
+            held += record.plies.iter().filter(|p| p.full_search).count();
             newest.push(record);
         }
     }

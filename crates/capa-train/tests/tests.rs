@@ -167,6 +167,11 @@ fn two_iterations_then_a_resumed_third() {
     assert!(stats.positions > 0 && stats.lengths[2] <= stats.lengths[1] && stats.lengths[1] <= stats.lengths[3]);
     let report = capa_train::overfit_check(&run, 16, capa_net::DeviceSpec::CPU).unwrap();
     assert!(report.ratio().is_finite() && report.ratio() > 0.0, "{report}");
+    // The newest games were played by iteration 2's network, before iteration 3 trained on them.
+    let held = report.held_out.as_ref().expect("three networks played");
+    assert_eq!(held.network, lines[1]["network"], "{report}");
+    assert!(held.positions == 16 && held.wdl_ratio().is_finite() && held.unseen[1] > 0.0, "{report}");
+    assert!(report.to_string().contains("never trained on"), "{report}");
     let too_many = capa_train::overfit_check(&run, 1_000_000, capa_net::DeviceSpec::CPU).unwrap_err();
     assert!(format!("{too_many:#}").contains("too few"), "{too_many:#}");
     assert!(capa_train::buffer_stats(&dir.join("no-such-run")).is_err());
