@@ -636,7 +636,7 @@ mod tests {
             }
         }
         names.sort();
-        assert_eq!(names, ["capablanca.toml", "chess.toml", "distill.toml", "tiny.toml"]);
+        assert_eq!(names, ["capablanca.toml", "chess.toml", "distill.toml", "learn.toml", "tiny.toml"]);
     }
 
     #[test]
