@@ -38,12 +38,19 @@ pub(crate) struct Evaluation {
     pub elo_high: f64,
     /// `value`, or `at_most` / `at_least` when the network lost or won
     /// every probe by too far for a value (the interval's far end is the bound).
-    pub elo_kind: &'static str,
+    #[serde(serialize_with = "kind_name")]
+    pub elo_kind: EstimateKind,
     /// Seconds the evaluation took.
     pub seconds: f64,
-    /// Against the engine, the estimate for the summary line.
-    #[serde(skip)]
-    estimate: Option<EloEstimate>,
+}
+
+/// An estimate's kind as the metrics line writes it.
+fn kind_name<S: serde::Serializer>(kind: &EstimateKind, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(match kind {
+        EstimateKind::Value => "value",
+        EstimateKind::AtMost => "at_most",
+        EstimateKind::AtLeast => "at_least",
+    })
 }
 
 /// One match of an evaluation.
@@ -83,7 +90,7 @@ impl Evaluation {
             probes => {
                 let played: Vec<String> =
                     probes.iter().map(|p| format!("{}: {}", p.uci_elo.unwrap_or_default(), results(p))).collect();
-                let elo = self.estimate.map_or_else(String::new, |e| e.to_string());
+                let elo = EloEstimate { elo: self.elo, low: self.elo_low, high: self.elo_high, kind: self.elo_kind };
                 format!("vs {} at UCI_Elo {}; Elo {elo}", self.opponent, played.join(", "))
             }
         }
@@ -164,9 +171,8 @@ pub(crate) fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
             elo,
             elo_low,
             elo_high,
-            elo_kind: "value",
+            elo_kind: EstimateKind::Value,
             seconds: started.elapsed().as_secs_f64(),
-            estimate: None,
         });
     }
     let mut engine = EnginePlayer::start::<G>("[eval]", &section.engine, section.nodes)?;
@@ -197,12 +203,7 @@ pub(crate) fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         elo: estimate.elo,
         elo_low: estimate.low,
         elo_high: estimate.high,
-        elo_kind: match estimate.kind {
-            EstimateKind::Value => "value",
-            EstimateKind::AtMost => "at_most",
-            EstimateKind::AtLeast => "at_least",
-        },
+        elo_kind: estimate.kind,
         seconds: started.elapsed().as_secs_f64(),
-        estimate: Some(estimate),
     })
 }
