@@ -211,3 +211,108 @@ impl capa_net::BackendTask for &NetBench {
         Ok(())
     }
 }
+
+/// Times `capa lc0 convert`'s stages on `files` (read into memory first,
+/// `repeat` times over), one thread each: PGN parsing, SAN to moves,
+/// whole-game conversion (moves, static eval, planes, policy), gzip; then
+/// the whole conversion to files with 1 and 2 threads. The last line is
+/// `parse P replay R convert C gzip G files_t1 F1 files_t2 F2` in
+/// positions per second.
+pub fn lc0(files: &[std::path::PathBuf], repeat: usize) -> Result<()> {
+    use capa_data::lc0::{self, ConvertJob, ConvertSettings, PgnReader};
+    let mut text = Vec::new();
+    for file in files {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut lc0::open_pgn(file)?, &mut bytes)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        for _ in 0..repeat.max(1) {
+            text.extend_from_slice(&bytes);
+            text.push(b'\n');
+        }
+    }
+    let timed = |work: &mut dyn FnMut()| {
+        let started = Instant::now();
+        work();
+        started.elapsed().as_secs_f64()
+    };
+    let mut games = Vec::new();
+    let parse = timed(&mut || {
+        let mut reader = PgnReader::new(text.as_slice());
+        while let Ok(Some(game)) = reader.next_game() {
+            games.push(game);
+        }
+    });
+    let settings = ConvertSettings::default();
+    let mut positions = 0usize;
+    let replay = timed(&mut || {
+        for game in &games {
+            let start = match game.tag("FEN") {
+                Some(fen) => capa_rules::chess::Chess::from_fen(fen).ok(),
+                None => Some(capa_rules::chess::Chess::startpos()),
+            };
+            let Some(start) = start else { continue };
+            let mut history = History::new(start);
+            for source in &game.moves {
+                let Ok(san) = shakmaty::san::SanPlus::from_ascii(source.san.as_bytes()) else { break };
+                let Ok(m) = history.current().parse_san(&san.san) else { break };
+                history.play(m);
+            }
+        }
+    });
+    let mut converted = Vec::new();
+    let convert = timed(&mut || {
+        converted = games.iter().filter_map(|g| lc0::convert_game(g, &settings).ok()).collect();
+    });
+    positions += converted.iter().map(|c| c.records.len()).sum::<usize>();
+    let mut bytes = 0;
+    let gzip = timed(&mut || bytes = converted.iter().map(|c| lc0::compress(&c.records).len()).sum::<usize>());
+    let rate = |seconds: f64| positions as f64 / seconds.max(1e-9);
+    println!(
+        "{} games, {positions} positions, {:.1} MB of PGN, {:.1} MB gzipped",
+        games.len(),
+        text.len() as f64 / 1e6,
+        bytes as f64 / 1e6
+    );
+    println!("parse    {:>9.0} positions/s  {:.2} s", rate(parse), parse);
+    println!("replay   {:>9.0} positions/s  {:.2} s (SAN to moves, played)", rate(replay), replay);
+    println!("convert  {:>9.0} positions/s  {:.2} s (moves, static eval, planes, policy)", rate(convert), convert);
+    println!("gzip     {:>9.0} positions/s  {:.2} s", rate(gzip), gzip);
+    let input = std::env::temp_dir().join(format!("capa-bench-lc0-{}.pgn", std::process::id()));
+    std::fs::write(&input, &text).context("writing the benchmark's PGN")?;
+    let mut whole = Vec::new();
+    for threads in [1, 2] {
+        let out = std::env::temp_dir().join(format!("capa-bench-lc0-{}-{threads}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let job = ConvertJob {
+            output_dir: out.clone(),
+            name: "bench".into(),
+            files_per_dir: 10_000,
+            max_games: None,
+            settings,
+        };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+        let (cpu, started) = (cpu_seconds(), Instant::now());
+        let summary = lc0::convert_files(std::slice::from_ref(&input), &job, &pool, |_| {})?;
+        let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+        std::fs::remove_dir_all(&out)?;
+        println!(
+            "files, {threads} thread{}: {:>9.0} positions/s, {:.0} per CPU-second, {:.1} MB/s written",
+            if threads == 1 { "" } else { "s" },
+            summary.positions as f64 / wall,
+            summary.positions as f64 / cpu,
+            summary.bytes_written as f64 / wall / 1e6
+        );
+        whole.push(summary.positions as f64 / wall);
+    }
+    std::fs::remove_file(&input)?;
+    println!(
+        "parse {:.0} replay {:.0} convert {:.0} gzip {:.0} files_t1 {:.0} files_t2 {:.0}",
+        rate(parse),
+        rate(replay),
+        rate(convert),
+        rate(gzip),
+        whole[0],
+        whole[1]
+    );
+    Ok(())
+}

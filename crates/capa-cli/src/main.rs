@@ -4,6 +4,7 @@ mod bench;
 mod diagnostics;
 mod distill;
 mod elo;
+mod lc0;
 mod matches;
 mod play;
 mod uci;
@@ -249,6 +250,11 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// Lc0 V6 training data: convert PGN games, verify V6 files.
+    Lc0 {
+        #[command(subcommand)]
+        what: lc0::Lc0Command,
+    },
     /// Distillation from a UCI engine (Stockfish, Fairy-Stockfish).
     Distill {
         #[command(subcommand)]
@@ -357,6 +363,20 @@ enum BenchCommand {
         /// stand in for a network on a device (it uses no CPU meanwhile).
         #[arg(long, default_value_t = 0)]
         eval_ns_per_leaf: u64,
+    },
+    /// Time `capa lc0 convert` on PGN files: each stage on one thread
+    /// (parsing, SAN to moves, conversion, gzip), then the whole
+    /// conversion to files with 1 and 2 threads.
+    ///
+    /// Prints a line per stage, then a last line
+    /// `parse P replay R convert C gzip G files_t1 F1 files_t2 F2` (positions per second).
+    Lc0 {
+        /// PGN files (plain, .gz, .zst), read into memory first.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Times the files are repeated, for a longer measurement.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
     },
     /// Time the network: inference at batch 1, 32 and --batch, and training
     /// steps (forward, losses, backward, AdamW) at --batch, on fresh weights.
@@ -531,6 +551,7 @@ fn run(cli: Cli) -> Result<()> {
             device: device.spec(),
             limit: limit.limit()?,
         }),
+        Command::Lc0 { what } => lc0::run(&what),
         Command::Distill {
             what:
                 DistillCommand::Gen {
@@ -616,6 +637,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Uci { net, device } => uci::run(&uci::EngineArgs { net, device: device.spec() }),
+        Command::Bench { what: BenchCommand::Lc0 { files, repeat } } => bench::lc0(&files, repeat),
         Command::Bench { what: BenchCommand::Net { size, variant, device, batch, seconds } } => {
             let game = variant.kind();
             if !(seconds.is_finite() && seconds >= 0.0) {

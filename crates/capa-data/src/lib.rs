@@ -15,6 +15,7 @@
 //! - [`MatchScore`] and [`Sprt`]: what a match's results say about the
 //!   Elo difference.
 //! - [`centipawns`]: Lc0's mapping from an expected score to centipawns.
+//! - [`lc0`]: Lc0's V6 training records from PGN games (`capa lc0`).
 //! - [`write_atomically`]: how every file of capa is written, so that a
 //!   reader sees the old file or the whole new one, never a part.
 
@@ -23,6 +24,7 @@
 mod atomic;
 mod elo;
 mod frame;
+pub mod lc0;
 mod pgn;
 mod record;
 mod teacher;

@@ -1,6 +1,8 @@
 //! Game records against real games: round trips, damaged files, and random
 //! bytes, which must give an error and never a panic.
 
+mod lc0;
+
 use std::io::{Read, Write};
 
 use capa_data::{

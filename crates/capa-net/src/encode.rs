@@ -153,27 +153,13 @@ impl NetGame for Chess {
     const PIECE_PLANES: usize = 12;
 
     fn draw_pieces(&self, frame: Color, undo_double_push: bool, out: &mut [f32]) {
-        use shakmaty::{EnPassantMode, Position, Role};
-        const ROLES: [Role; 6] = [Role::Pawn, Role::Knight, Role::Bishop, Role::Rook, Role::Queen, Role::King];
-        let position = self.position();
-        let board = position.board();
-        let pushed = if undo_double_push { position.ep_square(EnPassantMode::Always) } else { None };
-        for (side, color) in [frame, !frame].into_iter().enumerate() {
-            let color = shakmaty_color(color);
-            for (index, role) in ROLES.into_iter().enumerate() {
-                let plane = &mut out[(side * 6 + index) * 64..][..64];
-                for square in board.by_color(color) & board.by_role(role) {
-                    let (file, mut rank) = (usize::from(square.file()), usize::from(square.rank()));
-                    if let Some(ep) = pushed.filter(|ep| role == Role::Pawn && usize::from(ep.file()) == file) {
-                        let ep_rank = usize::from(ep.rank());
-                        if color == shakmaty::Color::White && rank == ep_rank + 1 {
-                            rank = ep_rank - 1;
-                        } else if color == shakmaty::Color::Black && rank + 1 == ep_rank {
-                            rank = ep_rank + 1;
-                        }
-                    }
-                    plane[frame_offset(file, rank, frame, 8, 8)] = 1.0;
-                }
+        // The same bitboards Lc0's V6 training records store (capa-data's
+        // writer), so a network sees what those records hold.
+        for (plane, bits) in out.chunks_exact_mut(64).zip(self.lc0_piece_bitboards(frame, undo_double_push)) {
+            let mut bits = bits;
+            while bits != 0 {
+                plane[bits.trailing_zeros() as usize] = 1.0;
+                bits &= bits - 1;
             }
         }
     }

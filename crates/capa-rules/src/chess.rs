@@ -57,10 +57,60 @@ impl Chess {
         &self.pos
     }
 
+    /// The legal move `san` names here (`Nf3`, `O-O`, `exd8=Q`).
+    ///
+    /// # Errors
+    /// [`MoveError::Illegal`] when no legal move matches, or more than one does.
+    pub fn parse_san(&self, san: &shakmaty::san::San) -> Result<ChessMove, MoveError> {
+        san.to_move(&self.pos).map(ChessMove).map_err(|_| MoveError::Illegal { uci: san.to_string(), fen: self.fen() })
+    }
+
+    /// Lc0's twelve piece bitboards of this position drawn from `frame`'s
+    /// side: the frame side's pawns, knights, bishops, rooks, queens and
+    /// king, then the other side's. Bit `rank * 8 + file` is a square in the
+    /// frame (ranks mirrored when `frame` is black), before Lc0's
+    /// reversal of the bits in each byte. `undo_double_push` draws a pawn
+    /// that just double-stepped back on its start square, as Lc0 does for
+    /// the copies of a game's first position that fill its history.
+    pub fn lc0_piece_bitboards(&self, frame: Color, undo_double_push: bool) -> [u64; 12] {
+        const ROLES: [Role; 6] = [Role::Pawn, Role::Knight, Role::Bishop, Role::Rook, Role::Queen, Role::King];
+        let board = self.pos.board();
+        let mut pawns = shakmaty::ByColor::new_with(|color| board.by_color(color) & board.pawns());
+        if let Some(ep) = self.pos.ep_square(EnPassantMode::Always).filter(|_| undo_double_push) {
+            // The pawn that passed over `ep` stands one rank beyond it, seen from its side.
+            let mover = !self.pos.turn();
+            let step = if mover == shakmaty::Color::White { 8 } else { -8 };
+            if let (Some(landing), Some(start)) = (ep.offset(step), ep.offset(-step)) {
+                let side = pawns.get_mut(mover);
+                if side.contains(landing) {
+                    *side = side.without(landing).with(start);
+                }
+            }
+        }
+        let frame = shakmaty_color(frame);
+        let mut out = [0; 12];
+        for (side, color) in [frame, !frame].into_iter().enumerate() {
+            for (index, role) in ROLES.into_iter().enumerate() {
+                let pieces =
+                    if role == Role::Pawn { *pawns.get(color) } else { board.by_color(color) & board.by_role(role) };
+                let pieces = if frame == shakmaty::Color::Black { pieces.flip_vertical() } else { pieces };
+                out[side * 6 + index] = u64::from(pieces);
+            }
+        }
+        out
+    }
+
     fn from_shakmaty(pos: shakmaty::Chess) -> Chess {
         let hash = pos.zobrist_hash(EnPassantMode::Legal);
         let ep_file = pos.ep_square(EnPassantMode::Legal).map(|sq| sq.file());
         Chess { pos, hash, ep_file }
+    }
+}
+
+fn shakmaty_color(c: Color) -> shakmaty::Color {
+    match c {
+        Color::White => shakmaty::Color::White,
+        Color::Black => shakmaty::Color::Black,
     }
 }
 

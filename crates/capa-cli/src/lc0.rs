@@ -1,0 +1,279 @@
+//! `capa lc0`: Lc0 V6 training data from PGN games, and checks of V6 files.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use capa_data::lc0::{self, ConvertEvent, ConvertJob, ConvertSettings, EvalSource, V6Record, WdlModel};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// What `capa lc0` does.
+#[derive(Subcommand, Debug)]
+pub enum Lc0Command {
+    /// Convert PGN games (plain, .gz, .zst) to Lc0 V6 training records.
+    ///
+    /// One record per move (the position before it): input format 1 (the
+    /// classical 112 planes), Lc0's 1858-move policy with castling as
+    /// king-takes-rook and black's moves mirrored, the result from the side
+    /// to move, plies left counting down to 0. Each game is one gzip file
+    /// `game_NNNNNN.gz`, numbered in PGN order whatever --threads is, in
+    /// `<name>-N/` folders of --files-per-dir files under --output-dir; each
+    /// file is written atomically. A game that cannot be converted (bad or
+    /// illegal SAN, broken FEN, another variant, no result) is skipped with
+    /// a warning naming the file, line and game; the summary counts them.
+    /// Q and D come from the static evaluation unless --pgn-eval-mode.
+    /// The last line on stdout is the summary with positions per second.
+    Convert(ConvertArgs),
+    /// Decode every record of V6 game files and check Lc0's invariants.
+    ///
+    /// For each file, one line per record: ply, side to move, plies left,
+    /// root/best/result Q, the played and the best move (Lc0 notation,
+    /// castling as king-takes-rook), visits, rule-50 clock, castling rights
+    /// (KQkq from the side to move: ours then theirs). Problems are marked
+    /// `!` (legal probabilities that do not sum to 1, an illegal played
+    /// move, values out of range, plies left not counting down by 1,
+    /// results that do not alternate). The last line on stdout is
+    /// `F files, R records, P problems in B files`; any problem is an error
+    /// (exit status 2).
+    Verify {
+        /// V6 files (`.gz`) or folders searched for them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Only the problems and the summary, not every record.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+}
+
+/// `capa lc0 convert`'s options.
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// PGN files: `.pgn`, `.pgn.gz` or `.pgn.zst`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The folder the `<name>-N/` folders go in.
+    #[arg(long, default_value = ".")]
+    pub output_dir: PathBuf,
+    /// The folders' prefix.
+    #[arg(long, default_value = "supervised")]
+    pub name: String,
+    /// Game files per folder.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub files_per_dir: u64,
+    /// Stop after this many games are written.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_games: Option<u64>,
+    /// Conversion threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Q and D from the eval in each move's comment: cutechess/Fishtest
+    /// `{+0.76/18 1.813s}` or `{-M5/12}` (the mover's eval of the position
+    /// before its move), or Lichess `[%eval 0.17]` / `[%eval #-3]`
+    /// (White's eval of the position after the move). A move without one
+    /// takes a neighbouring move's, or else the static evaluation; the
+    /// summary counts both.
+    #[arg(long)]
+    pub pgn_eval_mode: bool,
+    /// The WDL model's scale: mu = scale x eval (pawns).
+    #[arg(long, default_value_t = 1.13)]
+    pub wdl_scale: f32,
+    /// The WDL model's spread: W = logistic((mu - 1) / spread), L = logistic((-mu - 1) / spread).
+    #[arg(long, default_value_t = 0.21)]
+    pub wdl_spread: f32,
+    /// Static evaluation only: the halfmove clock (after the move) from
+    /// which Q is moved towards a draw, reaching it at 100.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub r50_damp_start: u32,
+    /// 0: a one-hot policy on the played move and 1 visit. N: N visits, the
+    /// played move gets 0.5 + |Q|/2 and the other legal moves share the rest.
+    #[arg(long, default_value_t = 0)]
+    pub visit_budget: u32,
+    /// Print every skipped game's reason (without it, the first 20 and the count).
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Runs `capa lc0 ...`.
+pub fn run(command: &Lc0Command) -> Result<()> {
+    match command {
+        Lc0Command::Convert(args) => convert(args),
+        Lc0Command::Verify { paths, quiet } => verify(paths, *quiet),
+    }
+}
+
+/// Warnings printed before the rest are only counted.
+const SHOWN_SKIPS: u64 = 20;
+
+fn convert(args: &ConvertArgs) -> Result<()> {
+    for (name, value) in [("--wdl-scale", args.wdl_scale), ("--wdl-spread", args.wdl_spread)] {
+        if !(value.is_finite() && value > 0.0) {
+            bail!("{name} must be a positive number, got {value}");
+        }
+    }
+    if args.name.is_empty() || args.name.contains(['/', '\\']) {
+        bail!("--name must be a plain folder prefix, got {:?}", args.name);
+    }
+    for file in &args.files {
+        if !file.is_file() {
+            bail!("{} is not a file", file.display());
+        }
+    }
+    let eval = if args.pgn_eval_mode {
+        EvalSource::PgnComments
+    } else {
+        EvalSource::Static { r50_damp_start: args.r50_damp_start }
+    };
+    let job = ConvertJob {
+        output_dir: args.output_dir.clone(),
+        name: args.name.clone(),
+        files_per_dir: args.files_per_dir,
+        max_games: args.max_games,
+        settings: ConvertSettings {
+            eval,
+            wdl: WdlModel { scale: args.wdl_scale, spread: args.wdl_spread },
+            visit_budget: args.visit_budget,
+        },
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads).build().context("starting the threads")?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("a valid template"));
+    let mut shown = 0;
+    let summary = lc0::convert_files(&args.files, &job, &pool, |event| match event {
+        ConvertEvent::Skipped(path, game, reason) => {
+            if args.verbose || shown < SHOWN_SKIPS {
+                bar.suspend(|| {
+                    eprintln!(
+                        "warning: {}: game {} (line {}): skipped: {reason}",
+                        path.display(),
+                        game.number,
+                        game.line
+                    )
+                });
+                shown += 1;
+            }
+        }
+        ConvertEvent::Progress(summary) => bar.set_message(format!(
+            "{} games, {} positions, {:.0} positions/s",
+            summary.games_written,
+            summary.positions,
+            summary.positions as f64 / summary.seconds.max(1e-9)
+        )),
+    })?;
+    bar.finish_and_clear();
+    let skipped: u64 = summary.skipped.values().sum();
+    if skipped > shown {
+        eprintln!("({} more skipped games not shown; -v shows them all)", skipped - shown);
+    }
+    if args.pgn_eval_mode {
+        eprintln!(
+            "moves without their own eval: {} took a neighbour's, {} the static evaluation",
+            summary.neighbour_evals, summary.static_fallbacks
+        );
+    }
+    let reasons: Vec<String> = summary.skipped.iter().map(|(reason, n)| format!("{n} {reason}")).collect();
+    let seconds = summary.seconds.max(1e-9);
+    println!(
+        "{} games read, {} written ({} positions), {} skipped{}; {:.0} positions/s, {:.1} MB/s written ({:.1} MB/s of records) in {:.1} s",
+        summary.games_read,
+        summary.games_written,
+        summary.positions,
+        skipped,
+        if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) },
+        summary.positions as f64 / seconds,
+        summary.bytes_written as f64 / seconds / 1e6,
+        (summary.positions * lc0::V6_SIZE as u64) as f64 / seconds / 1e6,
+        summary.seconds,
+    );
+    Ok(())
+}
+
+/// The `.gz` files of `paths`, folders searched recursively, sorted.
+fn game_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else if path.extension().is_some_and(|e| e == "gz") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found = Vec::new();
+            walk(path, &mut found)?;
+            found.sort();
+            files.extend(found);
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            bail!("{} does not exist", path.display());
+        }
+    }
+    Ok(files)
+}
+
+fn verify(paths: &[PathBuf], quiet: bool) -> Result<()> {
+    let files = game_files(paths)?;
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let (mut records_seen, mut problems_seen, mut bad_files) = (0usize, 0usize, 0usize);
+    for file in &files {
+        let records = match lc0::read_game_file(file) {
+            Ok(records) => records,
+            Err(e) => {
+                writeln!(out, "! {e}")?;
+                problems_seen += 1;
+                bad_files += 1;
+                continue;
+            }
+        };
+        let problems = lc0::game_problems(&records);
+        records_seen += records.len();
+        problems_seen += problems.len();
+        bad_files += usize::from(!problems.is_empty());
+        if !quiet || !problems.is_empty() {
+            writeln!(out, "{}: {} records", file.display(), records.len())?;
+        }
+        for (ply, record) in records.iter().enumerate() {
+            let mine: Vec<&String> = problems.iter().filter(|(at, _)| *at == ply).map(|(_, p)| p).collect();
+            if !quiet {
+                writeln!(out, "  {}", record_line(ply, record))?;
+            }
+            for problem in mine {
+                writeln!(out, "  ! ply {ply}: {problem}")?;
+            }
+        }
+    }
+    writeln!(out, "{} files, {records_seen} records, {problems_seen} problems in {bad_files} files", files.len())?;
+    out.flush()?;
+    if problems_seen > 0 {
+        bail!("{problems_seen} problems in {bad_files} of {} files (marked `!` above)", files.len());
+    }
+    Ok(())
+}
+
+fn record_line(ply: usize, r: &V6Record) -> String {
+    let black = r.side_to_move_or_enpassant == 1;
+    let rights: String = [(r.castling[1], 'K'), (r.castling[0], 'Q'), (r.castling[3], 'k'), (r.castling[2], 'q')]
+        .into_iter()
+        .filter(|&(on, _)| on != 0)
+        .map(|(_, c)| c)
+        .collect();
+    format!(
+        "{ply:>4} {} plies_left {:>3} q root {:+.3} best {:+.3} result {:+.0} played {} best {} visits {} rule50 {} castling {}",
+        if black { 'b' } else { 'w' },
+        r.plies_left,
+        r.root_q,
+        r.best_q,
+        r.result_q,
+        lc0::policy_move(r.played_idx, black),
+        lc0::policy_move(r.best_idx, black),
+        r.visits,
+        r.rule50_count,
+        if rights.is_empty() { "-".to_string() } else { rights },
+    )
+}

@@ -1,0 +1,116 @@
+//! `capa lc0 convert` and `capa lc0 verify` as a user runs them.
+
+use std::path::{Path, PathBuf};
+
+use super::{capa, stderr, stdout};
+
+fn sample(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../capa-data/tests/data").join(name).display().to_string()
+}
+
+fn fresh(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capa-cli-lc0-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn convert_then_verify_a_sample_with_bad_games_among_good_ones() {
+    let dir = fresh("convert");
+    let bad = dir.join("mixed.pgn");
+    let good = std::fs::read_to_string(sample("sf_selfplay_played_out.pgn")).unwrap();
+    let broken = "[Event \"bad\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qxf7 1-0\n\n[Variant \"Chess960\"]\n[Result \"1-0\"]\n\n1. e4 1-0\n\n";
+    std::fs::write(&bad, format!("{broken}{good}")).unwrap();
+    let out_dir = dir.join("out");
+    let out = capa(&[
+        "lc0",
+        "convert",
+        bad.to_str().unwrap(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+        "--name",
+        "fishtest",
+        "--files-per-dir",
+        "10",
+        "--threads",
+        "2",
+        "--pgn-eval-mode",
+        "--visit-budget",
+        "850",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("mixed.pgn: game 1 (line 1): skipped: line 4: move 2.Qxf7: not legal"), "{err}");
+    assert!(err.contains("game 2 (line 6): skipped: variant \"Chess960\""), "{err}");
+    let summary = stdout(&out);
+    assert!(summary.contains("26 games read, 24 written") && summary.contains("2 skipped"), "{summary}");
+    assert!(out_dir.join("fishtest-2/game_000023.gz").is_file(), "24 games in folders of 10");
+    let verified = capa(&["lc0", "verify", out_dir.to_str().unwrap()]);
+    assert!(verified.status.success(), "{}", stderr(&verified));
+    let report = stdout(&verified);
+    assert!(report.contains("24 files, ") && report.trim_end().ends_with(" 0 problems in 0 files"), "{report}");
+    let first = report.lines().nth(1).unwrap();
+    assert!(first.contains("   0 w ") && first.contains("played b2b3"), "the first game opens 1. b3: {first}");
+    let second = report.lines().nth(2).unwrap();
+    assert!(second.contains("played g7g6") && second.contains("castling KQkq"), "black's g6, mirrored back: {second}");
+    // Converting into the same folder again is refused, naming it.
+    let again = capa(&[
+        "lc0",
+        "convert",
+        bad.to_str().unwrap(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+        "--name",
+        "fishtest",
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("fishtest-0 already exists"), "{}", stderr(&again));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn verify_flags_a_damaged_file_and_fails() {
+    let dir = fresh("verify");
+    let out = capa(&[
+        "lc0",
+        "convert",
+        &sample("sf_selfplay_played_out.pgn"),
+        "--output-dir",
+        dir.to_str().unwrap(),
+        "--max-games",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = dir.join("supervised-0/game_000001.gz");
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    let verified = capa(&["lc0", "verify", "--quiet", dir.to_str().unwrap()]);
+    assert_eq!(verified.status.code(), Some(2));
+    let report = stdout(&verified);
+    assert!(report.contains("! ") && report.contains("game_000001.gz"), "{report}");
+    assert!(report.contains("2 files,"), "{report}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn convert_refuses_bad_arguments_before_writing() {
+    let dir = fresh("args");
+    let pgn = sample("sf_selfplay_played_out.pgn");
+    let out_dir = dir.join("out");
+    for (args, message) in [
+        (vec!["--wdl-scale", "0"], "--wdl-scale must be a positive number"),
+        (vec!["--wdl-spread", "nan"], "--wdl-spread must be a positive number"),
+        (vec!["--name", "a/b"], "--name must be a plain folder prefix"),
+    ] {
+        let mut all = vec!["lc0", "convert", &pgn, "--output-dir", out_dir.to_str().unwrap()];
+        all.extend(args);
+        let out = capa(&all);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains(message), "{}", stderr(&out));
+    }
+    let missing = capa(&["lc0", "convert", "/nonexistent.pgn", "--output-dir", out_dir.to_str().unwrap()]);
+    assert!(stderr(&missing).contains("/nonexistent.pgn is not a file"), "{}", stderr(&missing));
+    assert!(!out_dir.exists(), "nothing written");
+    std::fs::remove_dir_all(dir).unwrap();
+}

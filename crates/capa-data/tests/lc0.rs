@@ -1,0 +1,453 @@
+//! Lc0 V6 conversion: the formulas against the seed's tables, the record
+//! layout against Lc0's offsets, the planes against Lc0's published
+//! layout, the real sample PGNs, and bad input of every kind.
+
+use std::path::{Path, PathBuf};
+
+use capa_data::lc0::{
+    self, ADJUDICATED, CommentEval, ConvertError, ConvertEvent, ConvertJob, ConvertSettings, EvalSource, PgnReader,
+    SkipReason, SourceGame, V6_SIZE, V6Record, WdlModel, comment_eval, convert_game, r50_damp, wdl_rescale,
+};
+use capa_rules::chess::Chess;
+use capa_rules::{Game, History};
+use proptest::prelude::*;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn games(text: &str) -> Vec<SourceGame> {
+    let mut reader = PgnReader::new(text.as_bytes());
+    std::iter::from_fn(|| reader.next_game().unwrap()).collect()
+}
+
+fn one(text: &str, settings: &ConvertSettings) -> Result<lc0::ConvertedGame, SkipReason> {
+    convert_game(&games(text)[0], settings)
+}
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
+}
+
+fn close(a: f32, b: f32, tolerance: f32) -> bool {
+    (a - b).abs() <= tolerance
+}
+
+#[test]
+fn the_wdl_model_reproduces_the_seed_tables() {
+    let model = WdlModel::default();
+    // "Resulting draw probability D at a given eval", k = 1.13, spread 0.21.
+    for (eval, d) in [(0.0, 0.983), (0.25, 0.966), (0.5, 0.888), (0.75, 0.674), (1.0, 0.350), (1.5, 0.035)] {
+        assert!(close(model.q_d(eval).1, d, 5e-4), "D at {eval}: {:?}", model.q_d(eval));
+    }
+    for (scale, eval, d) in [(1.4, 0.5, 0.806), (1.8, 0.5, 0.617), (2.8, 0.5, 0.130), (1.4, 1.0, 0.130)] {
+        let got = WdlModel { scale, spread: 0.21 }.q_d(eval).1;
+        assert!(close(got, d, 5e-4), "D at {eval}, scale {scale}: {got}");
+    }
+    // "Q at eval 0.78" by scale.
+    for (scale, q) in [(1.13, 0.362), (1.3, 0.517), (1.4, 0.608), (1.8, 0.873)] {
+        let (got_q, got_d) = WdlModel { scale, spread: 0.21 }.q_d(0.78);
+        assert!(close(got_q, q, 5e-4), "Q at 0.78, scale {scale}: {got_q}");
+        assert!(close(got_q + got_d, 1.0, 2e-3), "W + D is nearly 1 at 0.78: {got_q} {got_d}");
+    }
+    // Spread sets the draw rate at equality.
+    // (The seed's table prints 0.805 for spread 0.45, where the formula gives 0.8044.)
+    for (spread, d) in [(0.14, 0.998), (0.30, 0.931), (0.45, 0.805)] {
+        assert!(close(WdlModel { scale: 1.13, spread }.q_d(0.0).1, d, 1e-3), "spread {spread}");
+    }
+    // Symmetric, and a mate is certain.
+    assert!(close(model.q_d(-0.78).0, -0.362, 5e-4));
+    assert_eq!(model.q_d(lc0::MATE_PAWNS), (1.0, 0.0));
+}
+
+#[test]
+fn lc0_rescale_is_the_identity_at_neutral_settings_and_moves_the_centre_otherwise() {
+    for eval in [-2.0, -0.7, -0.1, 0.0, 0.3, 0.9, 1.6] {
+        let model = WdlModel { scale: 1.0, spread: 0.45 };
+        let mu = eval;
+        let w = 1.0 / (1.0 + (-(mu - 1.0f32) / 0.45).exp());
+        let l = 1.0 / (1.0 + (-(-mu - 1.0f32) / 0.45).exp());
+        let (q, d) = model.q_d(eval);
+        assert!(close(q, w - l, 1e-4) && close(d, 1.0 - w - l, 1e-4), "eval {eval}");
+    }
+    let (q, d) = (0.2, 0.6);
+    let (q2, _) = wdl_rescale(q, d, 1.0, 0.1);
+    assert!(q2 > q, "a positive diff favours the side to move: {q2}");
+    let (_, d2) = wdl_rescale(q, d, 1.5, 0.0);
+    assert!(d2 < d, "a wider logistic draws less: {d2}");
+}
+
+#[test]
+fn fifty_move_damping_follows_the_worked_example() {
+    // Rook up (Q 1, D 0), damping from clock 40.
+    for (clock, q, d) in [(61, 0.650, 0.350), (63, 0.617, 0.383), (65, 0.583, 0.417), (0, 1.0, 0.0), (2, 1.0, 0.0)] {
+        let (got_q, got_d) = r50_damp(1.0, 0.0, clock, 40);
+        assert!(close(got_q, q, 1e-3) && close(got_d, d, 1e-3), "clock {clock}: {got_q} {got_d}");
+    }
+    assert_eq!(r50_damp(0.8, 0.1, 100, 40), (0.0, 1.0), "the limit is a certain draw");
+}
+
+#[test]
+fn static_mode_damps_a_won_ending_by_the_clock() {
+    // White a rook up, shuffling with the clock at 60.
+    let pgn = "[FEN \"6k1/8/8/8/8/8/6K1/R7 w - - 60 80\"]\n[Result \"1-0\"]\n\n80. Rh1 Kf7 81. Rh2 Kg6 1-0\n";
+    let game = one(pgn, &ConvertSettings::default()).unwrap();
+    let first = &game.records[0];
+    let (undamped_q, _) =
+        WdlModel::default().q_d(lc0::static_eval(&Chess::from_fen("6k1/8/8/8/8/8/6K1/R7 w - - 60 80").unwrap()));
+    assert!(undamped_q > 0.99, "a rook up is won before damping: {undamped_q}");
+    assert!(close(first.best_q, 0.65, 0.01) && close(first.best_d, 0.35, 0.01), "{} {}", first.best_q, first.best_d);
+    // The same game converted with damping from 100 on is not damped.
+    let off = ConvertSettings { eval: EvalSource::Static { r50_damp_start: 100 }, ..ConvertSettings::default() };
+    assert!(one(pgn, &off).unwrap().records[0].best_q > 0.99);
+}
+
+#[test]
+fn comments_give_evals_in_both_forms() {
+    assert_eq!(comment_eval("+0.76/18 1.813s"), Some(CommentEval::Mover(0.76)));
+    assert_eq!(comment_eval(" -0.76/18 1.813s "), Some(CommentEval::Mover(-0.76)));
+    assert_eq!(comment_eval("0.00/10 0.25s"), Some(CommentEval::Mover(0.0)));
+    assert_eq!(comment_eval("-M5/12 0.1s"), Some(CommentEval::Mover(-lc0::MATE_PAWNS)));
+    assert_eq!(comment_eval("+1.20/20 0.5s, White wins by adjudication"), Some(CommentEval::Mover(1.2)));
+    assert_eq!(comment_eval("[%eval 0.17] [%clk 0:03:00]"), Some(CommentEval::WhiteAfter(0.17)));
+    assert_eq!(comment_eval("[%eval #-3]"), Some(CommentEval::WhiteAfter(-lc0::MATE_PAWNS)));
+    assert_eq!(comment_eval("[%eval #2]"), Some(CommentEval::WhiteAfter(lc0::MATE_PAWNS)));
+    for none in ["book", "", "a/b", "+x/3", "[%clk 0:01:00]", "[%eval abc]"] {
+        assert_eq!(comment_eval(none), None, "{none:?}");
+    }
+}
+
+#[test]
+fn the_record_has_lc0s_offsets_and_reads_back() {
+    let game = one("1. e4 e5 2. Nf3 1-0\n", &ConvertSettings::default()).unwrap();
+    let mut record = game.records[1].clone();
+    record.root_q = 0.25;
+    record.best_q = -0.5;
+    record.plies_left = 7.0;
+    record.visits = 850;
+    record.rule50_count = 3;
+    let mut bytes = Vec::new();
+    record.write_to(&mut bytes);
+    assert_eq!(bytes.len(), V6_SIZE);
+    let f32_at = |at: usize| f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    assert_eq!(u32::from_le_bytes(bytes[0..4].try_into().unwrap()), 6);
+    assert_eq!(u32::from_le_bytes(bytes[4..8].try_into().unwrap()), 1);
+    assert_eq!(f32_at(8), -1.0, "a1b1 is illegal for black here");
+    assert_eq!(bytes[8276], 1, "black to move");
+    assert_eq!(bytes[8277], 3);
+    assert_eq!(f32_at(8280), 0.25);
+    assert_eq!(f32_at(8284), -0.5);
+    assert_eq!(f32_at(8304), 7.0);
+    assert_eq!(f32_at(8308), -1.0, "white won: black's record");
+    assert!(f32_at(8328).is_nan(), "orig_q unknown");
+    assert_eq!(u32::from_le_bytes(bytes[8340..8344].try_into().unwrap()), 850);
+    let played = u16::from_le_bytes(bytes[8344..8346].try_into().unwrap());
+    assert_eq!(lc0::policy_move(played, true), "e7e5");
+    let back = V6Record::read(bytes.as_slice().try_into().unwrap()).unwrap();
+    assert_eq!(format!("{back:?}"), format!("{record:?}"), "NaN-aware equality");
+    // A wrong version and a partial record are errors, not garbage.
+    bytes[0] = 5;
+    assert!(V6Record::read(bytes.as_slice().try_into().unwrap()).is_err());
+    assert!(V6Record::read_all(&bytes[..V6_SIZE - 1]).is_err());
+}
+
+#[test]
+fn planes_follow_lc0s_published_layout() {
+    let game = one("1. e4 e5 1-0\n", &ConvertSettings::default()).unwrap();
+    let white = &game.records[0];
+    assert_eq!(white.planes[0], 0x0000_0000_0000_FF00, "our pawns on rank 2");
+    assert_eq!(white.planes[5], 0x08, "our king on e1: byte 0, bit 3 after the byte reversal");
+    assert_eq!(white.planes[6], 0x00FF_0000_0000_0000, "their pawns on rank 7");
+    assert!(white.planes[13..].iter().all(|&p| p == 0), "a game from the start: no history");
+    assert_eq!(white.castling, [1, 1, 1, 1]);
+    let black = &game.records[1];
+    assert_eq!(black.planes[5], 0x08, "black's king on e8 seen from black: e1");
+    assert_eq!(black.planes[11], 0x0800_0000_0000_0000, "white's king seen from black: e8");
+    assert_eq!(
+        black.planes[6] & 0x0000_0008_0000_0000,
+        0x0000_0008_0000_0000,
+        "white's e4 pawn is on e5 seen from black"
+    );
+    // Slot 1 is the start position, also from black's side.
+    assert_eq!(black.planes[13], 0x0000_0000_0000_FF00, "black's pawns, mirrored, on rank 2");
+    assert_eq!(black.planes[19], 0x00FF_0000_0000_0000, "white's pawns, mirrored, on rank 7");
+    assert_eq!(black.side_to_move_or_enpassant, 1);
+}
+
+#[test]
+fn a_game_from_a_fen_fills_its_history_with_the_first_position() {
+    // Black just double-pushed: the copies draw that pawn back on d7.
+    let fen = "rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 2";
+    let game = one(&format!("[FEN \"{fen}\"]\n[Result \"1/2-1/2\"]\n\n2. exd5 1/2-1/2\n"), &ConvertSettings::default())
+        .unwrap();
+    let record = &game.records[0];
+    let black_pawns_now = record.planes[6];
+    let black_pawns_before = record.planes[13 + 6];
+    assert_ne!(black_pawns_now, black_pawns_before);
+    assert_eq!(black_pawns_before, 0x00FF_0000_0000_0000, "all eight on rank 7 in the fill");
+    for slot in 2..8 {
+        assert_eq!(record.planes[slot * 13..slot * 13 + 12], record.planes[13..25], "slot {slot} repeats the fill");
+    }
+    assert_eq!(record.result_q, 0.0);
+    assert_eq!(record.result_d, 1.0);
+}
+
+#[test]
+fn repetitions_set_the_repetition_plane() {
+    let pgn = "1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 1/2-1/2\n";
+    let game = one(pgn, &ConvertSettings::default()).unwrap();
+    assert_eq!(game.records[4].planes[12], u64::MAX, "the start position again, with white to move");
+    assert_eq!(game.records[4].planes[13 + 12], 0, "the position before it was new");
+    assert!(game.records[..4].iter().all(|r| r.planes[12] == 0));
+}
+
+#[test]
+fn castling_is_king_takes_rook_and_promotions_use_lc0s_entries() {
+    let pgn = "1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. O-O Nf6 1-0\n";
+    let game = one(pgn, &ConvertSettings::default()).unwrap();
+    assert_eq!(lc0::policy_move(game.records[6].played_idx, false), "e1h1");
+    let promotion = "[FEN \"8/P6k/8/8/8/8/8/K7 w - - 0 1\"]\n[Result \"1-0\"]\n\n1. a8=N Kg6 2. Kb2 1-0\n";
+    let game = one(promotion, &ConvertSettings::default()).unwrap();
+    assert_eq!(lc0::policy_move(game.records[0].played_idx, false), "a7a8", "knight promotions have no suffix");
+    let queen = "[FEN \"8/P6k/8/8/8/8/8/K7 w - - 0 1\"]\n[Result \"1-0\"]\n\n1. a8=Q Kg6 1-0\n";
+    let game = one(queen, &ConvertSettings::default()).unwrap();
+    assert_eq!(lc0::policy_move(game.records[0].played_idx, false), "a7a8q");
+}
+
+#[test]
+fn the_visit_budget_spreads_the_policy() {
+    let settings = ConvertSettings { visit_budget: 850, ..ConvertSettings::default() };
+    let game = one("1. e4 e5 1-0\n", &settings).unwrap();
+    let record = &game.records[0];
+    let legal: Vec<f32> = record.probabilities.iter().copied().filter(|&p| p >= 0.0).collect();
+    assert_eq!(legal.len(), 20);
+    let share = 0.5 + record.best_q.abs() / 2.0;
+    assert!(close(record.probabilities[usize::from(record.played_idx)], share, 1e-6));
+    assert!(close(legal.iter().sum::<f32>(), 1.0, 1e-5));
+    assert_eq!(record.visits, 850);
+    let one_hot = one("1. e4 e5 1-0\n", &ConvertSettings::default()).unwrap();
+    assert_eq!(one_hot.records[0].probabilities[usize::from(one_hot.records[0].played_idx)], 1.0);
+    assert_eq!(one_hot.records[0].visits, 1);
+}
+
+#[test]
+fn comment_evals_fill_q_and_book_moves_borrow_a_neighbour() {
+    let settings = ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() };
+    // Two book moves, then evals from each mover's side.
+    let pgn =
+        "[Result \"0-1\"]\n\n1. e4 e5 2. Nf3 {+0.40/12 0.1s} Nc6 {-0.30/12 0.1s} 3. Bb5 {+0.50/12} a6 {+M3/9} 0-1\n";
+    let game = one(pgn, &settings).unwrap();
+    let model = WdlModel::default();
+    let q = |r: &V6Record| r.best_q;
+    assert!(close(q(&game.records[2]), model.q_d(0.40).0, 1e-6));
+    assert!(close(q(&game.records[3]), model.q_d(-0.30).0, 1e-6), "black's own eval, already from its side");
+    assert!(close(q(&game.records[5]), 1.0, 1e-6), "a mate for the mover");
+    // 1...e5 had no eval: it borrows 2. Nf3's (+0.40 for white), seen from black.
+    assert!(close(q(&game.records[1]), model.q_d(-0.40).0, 1e-6));
+    // 1. e4 has no neighbour with an eval: static.
+    assert_eq!(game.neighbour_evals, 1);
+    assert_eq!(game.static_fallbacks, 1);
+    // Lichess: White's eval of the position after the move.
+    let lichess = "[Result \"1-0\"]\n\n1. e4 { [%eval 0.3] } 1... e5 { [%eval -0.6] } 2. Qh5 { [%eval 1.2] } 1-0\n";
+    let game = one(lichess, &settings).unwrap();
+    assert!(close(q(&game.records[1]), model.q_d(-0.3).0, 1e-6), "after 1. e4, from black's side");
+    assert!(close(q(&game.records[2]), model.q_d(-0.6).0, 1e-6), "after 1... e5, from white's side");
+    assert_eq!(game.static_fallbacks + game.neighbour_evals, 1, "only the start position lacks its own eval");
+}
+
+#[test]
+fn results_plies_left_and_adjudication() {
+    let pgn = "[Result \"1-0\"]\n[Termination \"adjudication\"]\n\n1. e4 e5 2. Nf3 Nc6 1-0\n";
+    let game = one(pgn, &ConvertSettings::default()).unwrap();
+    let results: Vec<f32> = game.records.iter().map(|r| r.result_q).collect();
+    assert_eq!(results, [1.0, -1.0, 1.0, -1.0]);
+    let plies: Vec<f32> = game.records.iter().map(|r| r.plies_left).collect();
+    assert_eq!(plies, [3.0, 2.0, 1.0, 0.0]);
+    assert!(game.records.iter().all(|r| r.invariance_info == ADJUDICATED));
+    assert_eq!(game.records[3].played_q, -1.0, "the last move's value is the result");
+    assert_eq!(game.records[0].played_q, -game.records[1].best_q);
+    assert!(lc0::game_problems(&game.records).is_empty(), "{:?}", lc0::game_problems(&game.records));
+    let normal = one("[Termination \"normal\"]\n\n1. e4 e5 1-0\n", &ConvertSettings::default()).unwrap();
+    assert_eq!(normal.records[0].invariance_info, 0);
+}
+
+#[test]
+fn bad_games_are_skipped_with_the_reason_and_the_line() {
+    let settings = ConvertSettings::default();
+    let reason = |pgn: &str| one(pgn, &settings).unwrap_err();
+    match reason("[Event \"x\"]\n\n1. e4 e5\n2. Nf9 Nc6 1-0\n") {
+        SkipReason::Move { line: 4, ply: 2, san, .. } => assert_eq!(san, "Nf9"),
+        other => panic!("{other:?}"),
+    }
+    match reason("1. e4 e5 2. Ke3 1-0\n") {
+        SkipReason::Move { line: 1, ply: 2, reason, .. } => assert!(reason.contains("not legal"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(reason("[FEN \"8/8/8/8 w - - 0 1\"]\n\n1. e4 1-0\n"), SkipReason::Fen(_)));
+    assert!(matches!(reason("[Variant \"Chess960\"]\n\n1. e4 1-0\n"), SkipReason::Variant(_)));
+    assert!(matches!(reason("[Variant \"crazyhouse\"]\n\n1. e4 1-0\n"), SkipReason::Variant(_)));
+    assert_eq!(reason("1. e4 e5 *\n"), SkipReason::NoResult);
+    assert_eq!(reason("[Result \"*\"]\n\n1. e4 e5\n"), SkipReason::NoResult);
+    assert!(matches!(reason("1. e4 {never closed e5 1-0\n"), SkipReason::Syntax { line: 1, .. }));
+    assert!(one("[Variant \"Standard\"]\n\n1. e4 1-0\n", &settings).is_ok());
+    let message = reason("1. e4 e5 2. Nf9 1-0\n").to_string();
+    assert!(message.contains("line 1") && message.contains("2.Nf9"), "{message}");
+}
+
+#[test]
+fn a_game_without_a_result_before_the_next_ends_at_its_tags() {
+    let parsed = games("[Event \"a\"]\n\n1. e4 e5\n\n[Event \"b\"]\n\n1. d4 d5 1-0\n");
+    assert_eq!(parsed.len(), 2);
+    assert_eq!(parsed[0].result_token, None);
+    assert_eq!(parsed[1].line, 5);
+    assert_eq!(parsed[1].number, 2);
+    assert_eq!(parsed[1].moves.len(), 2);
+}
+
+/// Converts `inputs` into a fresh folder; the summary and the skip messages.
+fn convert(
+    inputs: &[PathBuf],
+    out: &Path,
+    threads: usize,
+    settings: ConvertSettings,
+) -> (lc0::ConvertSummary, Vec<String>) {
+    let job = ConvertJob {
+        output_dir: out.to_path_buf(),
+        name: "supervised".into(),
+        files_per_dir: 40,
+        max_games: None,
+        settings,
+    };
+    let mut skips = Vec::new();
+    let summary = lc0::convert_files(inputs, &job, &pool(threads), |event| {
+        if let ConvertEvent::Skipped(path, game, reason) = event {
+            skips.push(format!("{}: game {} (line {}): {reason}", path.display(), game.number, game.line));
+        }
+    })
+    .unwrap();
+    (summary, skips)
+}
+
+#[test]
+fn the_sample_pgns_convert_with_no_error_and_read_back_move_for_move() {
+    let out = tempdir("samples");
+    let inputs: Vec<PathBuf> =
+        ["sf_selfplay_a.pgn", "sf_selfplay_played_out.pgn", "2008_SCT_LadiesOpen.pgn"].map(data).to_vec();
+    let settings = ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() };
+    let (summary, skips) = convert(&inputs, &out, 2, settings);
+    assert!(skips.is_empty(), "{skips:#?}");
+    assert_eq!(summary.games_written, 100 + 24 + 226);
+    assert!(summary.neighbour_evals > 0 && summary.static_fallbacks > 0, "book moves and human games lack evals");
+    // Every file verifies, and the first game replays to the PGN's moves.
+    let mut files = 0;
+    for number in 0..summary.games_written {
+        let path = out.join(format!("supervised-{}", number / 40)).join(format!("game_{number:06}.gz"));
+        let records = lc0::read_game_file(&path).unwrap();
+        assert!(lc0::game_problems(&records).is_empty(), "{}: {:?}", path.display(), lc0::game_problems(&records));
+        files += 1;
+    }
+    assert_eq!(files, 350);
+    let text = std::fs::read_to_string(data("sf_selfplay_a.pgn")).unwrap();
+    let first = &games(&text)[0];
+    let records = lc0::read_game_file(&out.join("supervised-0/game_000000.gz")).unwrap();
+    assert_eq!(records.len(), first.moves.len());
+    let mut history = History::new(Chess::startpos());
+    for (record, source) in records.iter().zip(&first.moves) {
+        let san = shakmaty::san::SanPlus::from_ascii(source.san.as_bytes()).unwrap();
+        let m = history.current().parse_san(&san.san).unwrap();
+        assert_eq!(usize::from(record.played_idx), history.current().policy_index(m), "{}", source.san);
+        history.play(m);
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn the_output_is_the_same_whatever_the_thread_count_and_never_mixed_with_an_old_one() {
+    let inputs = vec![data("sf_selfplay_played_out.pgn")];
+    let (one_thread, two_threads) = (tempdir("t1"), tempdir("t2"));
+    let (a, _) = convert(&inputs, &one_thread, 1, ConvertSettings::default());
+    let (b, _) = convert(&inputs, &two_threads, 2, ConvertSettings::default());
+    assert_eq!((a.games_written, a.positions, a.bytes_written), (b.games_written, b.positions, b.bytes_written));
+    for number in 0..a.games_written {
+        let name = format!("supervised-{}/game_{number:06}.gz", number / 40);
+        assert_eq!(std::fs::read(one_thread.join(&name)).unwrap(), std::fs::read(two_threads.join(&name)).unwrap());
+    }
+    let job = ConvertJob {
+        output_dir: one_thread.clone(),
+        name: "supervised".into(),
+        files_per_dir: 40,
+        max_games: Some(3),
+        settings: ConvertSettings::default(),
+    };
+    assert!(matches!(lc0::convert_files(&inputs, &job, &pool(1), |_| {}), Err(ConvertError::OutputExists { .. })));
+    let limited = ConvertJob { name: "limited".into(), ..job };
+    assert_eq!(lc0::convert_files(&inputs, &limited, &pool(1), |_| {}).unwrap().games_written, 3);
+    for dir in [one_thread, two_threads] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn compressed_inputs_read_and_a_truncated_gz_is_an_error_naming_it() {
+    use std::io::Write;
+    let dir = tempdir("gz");
+    let text = std::fs::read(data("sf_selfplay_played_out.pgn")).unwrap();
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(&text).unwrap();
+    let gz = encoder.finish().unwrap();
+    std::fs::write(dir.join("games.pgn.gz"), &gz).unwrap();
+    let (summary, _) = convert(&[dir.join("games.pgn.gz")], &dir.join("out"), 2, ConvertSettings::default());
+    assert_eq!(summary.games_written, 24);
+    std::fs::write(dir.join("cut.pgn.gz"), &gz[..gz.len() / 2]).unwrap();
+    let job = ConvertJob {
+        output_dir: dir.join("out2"),
+        name: "x".into(),
+        files_per_dir: 10,
+        max_games: None,
+        settings: ConvertSettings::default(),
+    };
+    match lc0::convert_files(&[dir.join("cut.pgn.gz")], &job, &pool(1), |_| {}) {
+        Err(e @ ConvertError::Read { .. }) => assert!(e.to_string().contains("cut.pgn.gz"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capa-lc0-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Any bytes read as PGN and converted: errors or records, never a panic.
+    #[test]
+    fn any_text_converts_or_is_skipped_without_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let mut reader = PgnReader::new(bytes.as_slice());
+        while let Ok(Some(game)) = reader.next_game() {
+            for eval in [EvalSource::Static { r50_damp_start: 40 }, EvalSource::PgnComments] {
+                if let Ok(converted) = convert_game(&game, &ConvertSettings { eval, ..ConvertSettings::default() }) {
+                    prop_assert!(lc0::game_problems(&converted.records).is_empty());
+                }
+            }
+        }
+    }
+
+    /// PGN-shaped text built from real tokens, mangled.
+    #[test]
+    fn mangled_pgn_never_panics(
+        tokens in proptest::collection::vec(
+            prop::sample::select(vec!["1.", "e4", "e5", "Nf3", "{", "}", "(", ")", "[FEN \"8/8 w\"]", "1-0", "*", "O-O", "exd5", "$1", ";x\n", "\n", "[%eval #-2]", "+0.5/3"]),
+            0..60,
+        )
+    ) {
+        let text = tokens.join(" ");
+        let mut reader = PgnReader::new(text.as_bytes());
+        while let Ok(Some(game)) = reader.next_game() {
+            let _ = convert_game(&game, &ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() });
+        }
+    }
+}
