@@ -36,6 +36,23 @@ pub enum Lc0Command {
     /// results that do not alternate). The last line on stdout is
     /// `F files, R records, P problems in B files`; any problem is an error
     /// (exit status 2).
+    /// Fit the WDL model to the games' real outcomes.
+    ///
+    /// Buckets every position with a comment eval (the side to move's, in
+    /// bands of 0.25 pawns) by its game's result, prints per band the
+    /// measured W/D/L and Q, the Q the default model (scale 1.13, spread
+    /// 0.21) and the best fit give, and the Q Lc0's centipawn display
+    /// formula (cp = 90 tan(1.5637541897 Q)) would claim, then a grid search
+    /// of scale (0.50 to 3.00) and spread (0.05 to 1.00) minimising the RMSE
+    /// on (W, L) over bands of at least 20 positions. The last line is
+    /// `scale S spread P rmse R (default rmse D, Lc0 display rmse on Q X)`:
+    /// S and P go to `convert --wdl-scale/--wdl-spread`.
+    FitWdl(EvalSample),
+    /// The draw rate per eval band, and the spread it implies at equality.
+    ///
+    /// The last line is `draw rate R within 0.25 pawns of equality (N
+    /// positions): spread 1/ln((1+R)/(1-R)) = S`.
+    DrawRate(EvalSample),
     Verify {
         /// V6 files (`.gz`) or folders searched for them.
         #[arg(required = true)]
@@ -44,6 +61,17 @@ pub enum Lc0Command {
         #[arg(long, short)]
         quiet: bool,
     },
+}
+
+/// The inputs of `fit-wdl` and `draw-rate`.
+#[derive(Args, Debug)]
+pub struct EvalSample {
+    /// PGN files whose move comments carry evals (cutechess/Fishtest or Lichess form).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Read at most this many commented positions.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
 }
 
 /// `capa lc0 convert`'s options.
@@ -99,7 +127,81 @@ pub fn run(command: &Lc0Command) -> Result<()> {
     match command {
         Lc0Command::Convert(args) => convert(args),
         Lc0Command::Verify { paths, quiet } => verify(paths, *quiet),
+        Lc0Command::FitWdl(sample) => fit_wdl(sample),
+        Lc0Command::DrawRate(sample) => draw_rate(sample),
     }
+}
+
+fn bands(sample: &EvalSample) -> Result<lc0::EvalBands> {
+    let bands = lc0::eval_bands(&sample.files, sample.limit)?;
+    if bands.populated().next().is_none() {
+        bail!(
+            "{} positions with a comment eval and a result: no band has {} (the comments need `{{+0.76/18 1.8s}}` or `[%eval 0.17]` evals)",
+            bands.positions(),
+            lc0::MIN_BAND_POSITIONS
+        );
+    }
+    Ok(bands)
+}
+
+fn band_range(band: &lc0::Band) -> String {
+    format!("{:+.2}..{:+.2}", band.low, band.low + lc0::BAND_WIDTH)
+}
+
+fn fit_wdl(sample: &EvalSample) -> Result<()> {
+    let bands = bands(sample)?;
+    let (best, rmse) = bands.fit();
+    let default = WdlModel::default();
+    let q_of = |model: &WdlModel, eval: f32| model.q_d(eval).0;
+    println!("{} positions; bands of at least {} positions", bands.positions(), lc0::MIN_BAND_POSITIONS);
+    println!(
+        "{:>12} {:>7} {:>6} {:>6} {:>6} {:>7} {:>8} {:>8} {:>8}",
+        "band", "n", "W", "D", "L", "Q real", "default", "fit", "Lc0 cp"
+    );
+    let mut display_error = 0.0f32;
+    let mut count = 0;
+    for band in bands.populated() {
+        let [w, d, l] = band.rates();
+        let eval = band.mean_eval();
+        let display = lc0::lc0_display_q(eval);
+        display_error += (display - (w - l)).powi(2);
+        count += 1;
+        println!(
+            "{:>12} {:>7} {w:>6.3} {d:>6.3} {l:>6.3} {:>+7.3} {:>+8.3} {:>+8.3} {:>+8.3}",
+            band_range(band),
+            band.positions,
+            w - l,
+            q_of(&default, eval),
+            q_of(&best, eval),
+            display
+        );
+    }
+    println!(
+        "scale {:.2} spread {:.3} rmse {rmse:.4} (default rmse {:.4}, Lc0 display rmse on Q {:.4})",
+        best.scale,
+        best.spread,
+        bands.rmse(&default),
+        (display_error / count as f32).sqrt()
+    );
+    Ok(())
+}
+
+fn draw_rate(sample: &EvalSample) -> Result<()> {
+    let bands = bands(sample)?;
+    println!("{:>12} {:>7} {:>9}", "band", "n", "draw rate");
+    for band in bands.populated() {
+        println!("{:>12} {:>7} {:>9.3}", band_range(band), band.positions, band.rates()[1]);
+    }
+    match bands.equal_draw_rate() {
+        Some((rate, spread, near)) => {
+            println!(
+                "draw rate {rate:.3} within {} pawns of equality ({near} positions): spread 1/ln((1+R)/(1-R)) = {spread:.3}",
+                lc0::BAND_WIDTH
+            );
+        }
+        None => println!("no position within {} pawns of equality", lc0::BAND_WIDTH),
+    }
+    Ok(())
 }
 
 /// Warnings printed before the rest are only counted.

@@ -114,3 +114,29 @@ fn convert_refuses_bad_arguments_before_writing() {
     assert!(!out_dir.exists(), "nothing written");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn fit_wdl_and_draw_rate_read_the_comment_evals_of_real_games() {
+    let fishtest = sample("sf_selfplay_a.pgn");
+    let fit = capa(&["lc0", "fit-wdl", &fishtest]);
+    assert!(fit.status.success(), "{}", stderr(&fit));
+    let report = stdout(&fit);
+    let last = report.lines().last().unwrap();
+    let field = |name: &str| -> f32 {
+        let words: Vec<&str> = last.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == name).unwrap();
+        words[at + 1].trim_end_matches(',').parse().unwrap()
+    };
+    assert!(last.starts_with("scale "), "{report}");
+    let (scale, spread, rmse) = (field("scale"), field("spread"), field("rmse"));
+    assert!((0.5..=3.0).contains(&scale) && (0.05..=1.0).contains(&spread) && rmse.is_finite(), "{last}");
+    assert!(report.contains("Lc0 cp") && report.contains("+0.00..+0.25"), "{report}");
+    let draws = capa(&["lc0", "draw-rate", &fishtest, "--limit", "3000"]);
+    assert!(draws.status.success(), "{}", stderr(&draws));
+    let last = stdout(&draws).lines().last().unwrap().to_string();
+    assert!(last.starts_with("draw rate ") && last.contains("spread 1/ln((1+R)/(1-R)) = "), "{last}");
+    // Human games without evals: an error that says what the comments need.
+    let none = capa(&["lc0", "fit-wdl", &sample("sf_selfplay_played_out.pgn"), "--limit", "5"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(stderr(&none).contains("no band has 20"), "{}", stderr(&none));
+}

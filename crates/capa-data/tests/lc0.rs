@@ -451,3 +451,37 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn evals_are_labelled_for_the_side_to_move_and_the_fit_recovers_a_known_model() {
+    let pgn = "[FEN \"4k3/8/8/8/8/8/8/4K2R b K - 0 1\"]\n[Result \"1-0\"]\n\n1... Kd7 {-3.10/12 0.1s} 2. Rh7+ {+3.50/12} Kd6 { [%eval 4.0] } 1-0\n";
+    let labelled = lc0::labelled_evals(&games(pgn)[0]);
+    let expected = [(-3.1, -1), (3.5, 1), (4.0, 1)];
+    assert_eq!(labelled.len(), 3);
+    for (got, (eval, result)) in labelled.iter().zip(expected) {
+        assert!(close(got.eval, eval, 1e-6) && got.result == result, "{got:?}");
+    }
+    assert!(lc0::labelled_evals(&games("1. e4 {+0.3/1} *\n")[0]).is_empty(), "no result, no labels");
+    // Outcomes drawn exactly from a model are fitted back to it.
+    let truth = WdlModel { scale: 1.4, spread: 0.3 };
+    let mut bands = lc0::EvalBands::default();
+    for step in -120..=120 {
+        let eval = step as f32 / 40.0 + 0.003;
+        let (q, d) = truth.q_d(eval);
+        let (w, l) = ((1.0 + q - d) / 2.0, (1.0 - q - d) / 2.0);
+        for (share, result) in [(w, 1), (d, 0), (l, -1)] {
+            for _ in 0..(share * 1000.0).round() as usize {
+                bands.add(lc0::LabelledEval { eval, result });
+            }
+        }
+    }
+    let (fitted, rmse) = bands.fit();
+    assert!(rmse < 0.02, "{rmse}");
+    assert!(close(fitted.scale, 1.4, 0.1) && close(fitted.spread, 0.3, 0.03), "{fitted:?}");
+    let (rate, spread, _) = bands.equal_draw_rate().unwrap();
+    assert!(close(spread, lc0::implied_spread(rate), 1e-6));
+    // The seed's inversion: spread 0.21 draws 98.3% at equality.
+    assert!(close(lc0::implied_spread(0.983), 0.21, 0.005), "{}", lc0::implied_spread(0.983));
+    // The seed: "at +0.37 it claims Q=+0.25".
+    assert!(close(lc0::lc0_display_q(0.37), 0.25, 2e-3), "{}", lc0::lc0_display_q(0.37));
+}

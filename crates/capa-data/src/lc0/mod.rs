@@ -4,6 +4,7 @@
 //! trainer and trainingdata-tool lay them out.
 
 mod convert;
+mod fit;
 mod pgn;
 mod planes;
 mod record;
@@ -23,6 +24,9 @@ use flate2::write::GzEncoder;
 use rayon::prelude::*;
 
 pub use convert::{ConvertSettings, ConvertedGame, EvalSource, SkipReason, convert_game};
+pub use fit::{
+    BAND_WIDTH, Band, EvalBands, LabelledEval, MIN_BAND_POSITIONS, implied_spread, labelled_evals, lc0_display_q,
+};
 pub use pgn::{CommentEval, PgnReader, SourceGame, SourceMove, comment_eval};
 pub use planes::{Lc0Input, encode, reverse_bits_in_bytes};
 pub use record::{
@@ -292,4 +296,25 @@ pub fn game_problems(records: &[V6Record]) -> Vec<(usize, String)> {
         }
     }
     problems
+}
+
+/// Buckets by eval the commented positions of `inputs` (at most `limit`).
+///
+/// # Errors
+/// An input that cannot be read.
+pub fn eval_bands(inputs: &[PathBuf], limit: Option<u64>) -> Result<EvalBands, ConvertError> {
+    let mut bands = EvalBands::default();
+    for path in inputs {
+        let read_error = |source| ConvertError::Read { path: path.clone(), source };
+        let mut reader = PgnReader::new(open_pgn(path).map_err(read_error)?);
+        while let Some(game) = reader.next_game().map_err(read_error)? {
+            for labelled in labelled_evals(&game) {
+                if limit.is_some_and(|limit| bands.positions() >= limit) {
+                    return Ok(bands);
+                }
+                bands.add(labelled);
+            }
+        }
+    }
+    Ok(bands)
 }
