@@ -290,6 +290,8 @@ fn bad_games_are_skipped_with_the_reason_and_the_line() {
     assert_eq!(reason("[Result \"*\"]\n\n1. e4 e5\n"), SkipReason::NoResult);
     assert!(matches!(reason("1. e4 {never closed e5 1-0\n"), SkipReason::Syntax { line: 1, .. }));
     assert!(one("[Variant \"Standard\"]\n\n1. e4 1-0\n", &settings).is_ok());
+    let from_fen = "[FEN \"4k3/8/8/8/8/8/8/4K2R b K - 0 30\"]\n\n30... Kd7 31. Rh9 1-0\n";
+    assert!(reason(from_fen).to_string().contains("move 31.Rh9"), "{}", reason(from_fen));
     let message = reason("1. e4 e5 2. Nf9 1-0\n").to_string();
     assert!(message.contains("line 1") && message.contains("2.Nf9"), "{message}");
 }
@@ -388,7 +390,7 @@ fn the_output_is_the_same_whatever_the_thread_count_and_never_mixed_with_an_old_
 }
 
 #[test]
-fn compressed_inputs_read_and_a_truncated_gz_is_an_error_naming_it() {
+fn compressed_inputs_read_and_a_truncated_one_is_an_error_naming_it() {
     use std::io::Write;
     let dir = tempdir("gz");
     let text = std::fs::read(data("sf_selfplay_played_out.pgn")).unwrap();
@@ -398,6 +400,22 @@ fn compressed_inputs_read_and_a_truncated_gz_is_an_error_naming_it() {
     std::fs::write(dir.join("games.pgn.gz"), &gz).unwrap();
     let (summary, _) = convert(&[dir.join("games.pgn.gz")], &dir.join("out"), 2, ConvertSettings::default());
     assert_eq!(summary.games_written, 24);
+    let zst = ruzstd::encoding::compress_to_vec(text.as_slice(), ruzstd::encoding::CompressionLevel::Fastest);
+    std::fs::write(dir.join("games.pgn.zst"), &zst).unwrap();
+    let (summary, _) = convert(&[dir.join("games.pgn.zst")], &dir.join("out-zst"), 2, ConvertSettings::default());
+    assert_eq!(summary.games_written, 24);
+    std::fs::write(dir.join("cut.pgn.zst"), &zst[..zst.len() / 2]).unwrap();
+    let job = ConvertJob {
+        output_dir: dir.join("out3"),
+        name: "x".into(),
+        files_per_dir: 10,
+        max_games: None,
+        settings: ConvertSettings::default(),
+    };
+    match lc0::convert_files(&[dir.join("cut.pgn.zst")], &job, &pool(1), |_| {}) {
+        Err(e @ ConvertError::Read { .. }) => assert!(e.to_string().contains("cut.pgn.zst"), "{e}"),
+        other => panic!("{other:?}"),
+    }
     std::fs::write(dir.join("cut.pgn.gz"), &gz[..gz.len() / 2]).unwrap();
     let job = ConvertJob {
         output_dir: dir.join("out2"),

@@ -67,7 +67,7 @@ pub enum SkipReason {
     Move {
         /// Its line.
         line: u64,
-        /// The move number (1 for white's first move) and side.
+        /// The game's ply (0 for white's first move; a FEN's move number counts).
         ply: usize,
         /// The token.
         san: String,
@@ -153,7 +153,9 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
     let mut history = History::new(start);
     let mut repeated = vec![false];
     let mut moves = Vec::with_capacity(game.moves.len());
-    for (ply, source) in game.moves.iter().enumerate() {
+    for source in &game.moves {
+        // The game's own ply, so a game from a FEN names its real move numbers.
+        let ply = history.current().ply() as usize;
         let bad = |reason: String| SkipReason::Move { line: source.line, ply, san: source.san.clone(), reason };
         let san = SanPlus::from_ascii(source.san.as_bytes()).map_err(|_| bad("not SAN".to_string()))?;
         let m = history
