@@ -139,13 +139,7 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
         Some(fen) => Chess::from_fen(fen).map_err(|e| SkipReason::Fen(e.to_string()))?,
         None => Chess::startpos(),
     };
-    let result = game.result_token.as_deref().or(game.tag("Result"));
-    let winner = match result {
-        Some("1-0") => Some(Color::White),
-        Some("0-1") => Some(Color::Black),
-        Some("1/2-1/2") => None,
-        _ => return Err(SkipReason::NoResult),
-    };
+    let winner = game.winner().ok_or(SkipReason::NoResult)?;
     if game.moves.is_empty() {
         return Err(SkipReason::NoMoves);
     }

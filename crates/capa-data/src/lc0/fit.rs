@@ -29,12 +29,7 @@ pub struct LabelledEval {
 /// Moves are not replayed: the side to move follows from the `[FEN]` and
 /// the ply.
 pub fn labelled_evals(game: &SourceGame) -> Vec<LabelledEval> {
-    let winner = match game.result_token.as_deref().or(game.tag("Result")) {
-        Some("1-0") => Some(Color::White),
-        Some("0-1") => Some(Color::Black),
-        Some("1/2-1/2") => None,
-        _ => return Vec::new(),
-    };
+    let Some(winner) = game.winner() else { return Vec::new() };
     let first = match game.tag("FEN").and_then(|fen| fen.split_whitespace().nth(1)) {
         Some("b") => Color::Black,
         _ => Color::White,

@@ -304,15 +304,17 @@ pub fn game_problems(records: &[V6Record]) -> Vec<(usize, String)> {
 /// An input that cannot be read.
 pub fn eval_bands(inputs: &[PathBuf], limit: Option<u64>) -> Result<EvalBands, ConvertError> {
     let mut bands = EvalBands::default();
+    let mut counted = 0;
     for path in inputs {
         let read_error = |source| ConvertError::Read { path: path.clone(), source };
         let mut reader = PgnReader::new(open_pgn(path).map_err(read_error)?);
         while let Some(game) = reader.next_game().map_err(read_error)? {
             for labelled in labelled_evals(&game) {
-                if limit.is_some_and(|limit| bands.positions() >= limit) {
+                if limit.is_some_and(|limit| counted >= limit) {
                     return Ok(bands);
                 }
                 bands.add(labelled);
+                counted += 1;
             }
         }
     }

@@ -9,6 +9,8 @@
 
 use std::io::{self, BufRead};
 
+use capa_rules::Color;
+
 /// One game as written in the PGN, before any move is checked.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SourceGame {
@@ -30,6 +32,18 @@ impl SourceGame {
     /// The value of tag `name` (case-sensitive, as PGN tag names are).
     pub fn tag(&self, name: &str) -> Option<&str> {
         self.tags.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The result: `Some(Some(winner))`, `Some(None)` for a draw, `None`
+    /// when the game has none (missing or `*`). The movetext's token wins
+    /// over the `[Result]` tag.
+    pub fn winner(&self) -> Option<Option<Color>> {
+        match self.result_token.as_deref().or(self.tag("Result")) {
+            Some("1-0") => Some(Some(Color::White)),
+            Some("0-1") => Some(Some(Color::Black)),
+            Some("1/2-1/2") => Some(None),
+            _ => None,
+        }
     }
 }
 
