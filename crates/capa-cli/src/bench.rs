@@ -261,7 +261,7 @@ pub fn lc0(files: &[std::path::PathBuf], repeat: usize) -> Result<()> {
     });
     let mut converted = Vec::new();
     let convert = timed(&mut || {
-        converted = games.iter().filter_map(|g| lc0::convert_game(g, &settings).ok()).collect();
+        converted = games.iter().filter_map(|g| lc0::convert_game(g, &settings, None).ok()).collect();
     });
     positions += converted.iter().map(|c| c.records.len()).sum::<usize>();
     let mut bytes = 0;
@@ -289,6 +289,7 @@ pub fn lc0(files: &[std::path::PathBuf], repeat: usize) -> Result<()> {
             files_per_dir: 10_000,
             max_games: None,
             settings,
+            engine: None,
         };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
         let (cpu, started) = (cpu_seconds(), Instant::now());

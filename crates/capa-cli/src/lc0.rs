@@ -22,20 +22,10 @@ pub enum Lc0Command {
     /// file is written atomically. A game that cannot be converted (bad or
     /// illegal SAN, broken FEN, another variant, no result) is skipped with
     /// a warning naming the file, line and game; the summary counts them.
-    /// Q and D come from the static evaluation unless --pgn-eval-mode.
+    /// Q and D come from the static evaluation unless --pgn-eval-mode or
+    /// --stockfish.
     /// The last line on stdout is the summary with positions per second.
     Convert(ConvertArgs),
-    /// Decode every record of V6 game files and check Lc0's invariants.
-    ///
-    /// For each file, one line per record: ply, side to move, plies left,
-    /// root/best/result Q, the played and the best move (Lc0 notation,
-    /// castling as king-takes-rook), visits, rule-50 clock, castling rights
-    /// (KQkq from the side to move: ours then theirs). Problems are marked
-    /// `!` (legal probabilities that do not sum to 1, an illegal played
-    /// move, values out of range, plies left not counting down by 1,
-    /// results that do not alternate). The last line on stdout is
-    /// `F files, R records, P problems in B files`; any problem is an error
-    /// (exit status 2).
     /// Fit the WDL model to the games' real outcomes.
     ///
     /// Buckets every position with a comment eval (the side to move's, in
@@ -53,6 +43,34 @@ pub enum Lc0Command {
     /// The last line is `draw rate R within 0.25 pawns of equality (N
     /// positions): spread 1/ln((1+R)/(1-R)) = S`.
     DrawRate(EvalSample),
+    /// Play out adjudicated games with a UCI engine, so that they end in a
+    /// real checkmate, stalemate or rule draw.
+    ///
+    /// Games whose [Termination] is one of --only-termination
+    /// (adjudication by default) and whose result is decisive (or any, with
+    /// --include-draws) are continued from their last position, the engine
+    /// playing both sides at --depth, until the game ends by the rules or
+    /// --max-extra-plies are added. Each added move carries a
+    /// cutechess-format comment (`{+0.76/10 0.012s}`, `{-M5/10 0.003s}`:
+    /// the mover's score), so `convert --pgn-eval-mode` reads the output
+    /// as it is. A game that ends gets its new [Result], [Termination
+    /// "normal"] and a [FinishedBy] tag; one that reaches the cap keeps its
+    /// result. Every other game is copied unchanged. Output: plain PGN,
+    /// `<stem>-finished.pgn` beside each input (or in --output-dir), in
+    /// input order, written to `<output>.partial` and renamed only when
+    /// complete.
+    FinishGames(FinishArgs),
+    /// Decode every record of V6 game files and check Lc0's invariants.
+    ///
+    /// For each file, one line per record: ply, side to move, plies left,
+    /// root/best/result Q, the played and the best move (Lc0 notation,
+    /// castling as king-takes-rook), visits, rule-50 clock, castling rights
+    /// (KQkq from the side to move: ours then theirs). Problems are marked
+    /// `!` (legal probabilities that do not sum to 1, an illegal played
+    /// move, values out of range, plies left not counting down by 1,
+    /// results that do not alternate). The last line on stdout is
+    /// `F files, R records, P problems in B files`; any problem is an error
+    /// (exit status 2).
     Verify {
         /// V6 files (`.gz`) or folders searched for them.
         #[arg(required = true)]
@@ -60,7 +78,123 @@ pub enum Lc0Command {
         /// Only the problems and the summary, not every record.
         #[arg(long, short)]
         quiet: bool,
+        /// Check each record alone, not that a file's plies left count down
+        /// by 1 and its results alternate: for `dedup` output, whose files
+        /// are not games, and for games after `rescore`, whose plies left
+        /// are distances to the tablebase end.
+        #[arg(long)]
+        records_only: bool,
     },
+    /// Rewrite game results and plies left from Syzygy tablebases.
+    ///
+    /// Every record whose position (slot 0 of its planes, with the
+    /// en-passant square inferred from slot 1) has no castling rights and
+    /// few enough pieces is probed: its result becomes the tables' verdict
+    /// under the 50-move rule (cursed wins and blessed losses are draws),
+    /// and for a decisive one, plies left become the length of the tables'
+    /// line to mate. Positions before a game's first probed one take its
+    /// result, alternating by side, and count their plies left up from it.
+    /// Each file's result goes to `<stem>_rescored.gz` beside it, written
+    /// atomically and read back; with --replace it then takes the
+    /// original's name. An original is never removed otherwise. The last
+    /// line on stdout counts the records whose result and plies left
+    /// changed.
+    Rescore(RescoreArgs),
+    /// Merge repeated positions of V6 files (trainingdata-tool's
+    /// -deduplication-mode).
+    ///
+    /// Records with the same planes, castling, side to move and rule-50
+    /// clock are merged within a window of --dedup-uniq-buffersize unique
+    /// positions: the mean of their policies, root/best Q and D; every
+    /// other field is the first one's (so its played move may disagree
+    /// with the merged policy, as in the tool). Before merging, Q becomes
+    /// q r + result_q (1 - r) with r = --dedup-q-ratio. Output, in the
+    /// order positions were first seen: --chunks-per-file records per
+    /// `chunk_NNNNNN.gz` in `<name>-N/` folders, each written atomically.
+    /// A truncated input is an error naming it (the tool drops its tail
+    /// silently). Memory: about 8.4 KB per unique position of the window.
+    Dedup(crate::lc0_archive::DedupArgs),
+    /// Pack a converted tree into .tar archives laid out as Lc0 ships its
+    /// training runs.
+    ///
+    /// Members are `<dir>/<file>.gz`, so `tar -xf ARCHIVE -C SRC` recreates
+    /// the tree. Folders go in natural order (`supervised-2` before
+    /// `supervised-10`), --group per archive, named `<dir>.tar` (one
+    /// folder) or `<first>--<last>.tar` (several). Each archive is written
+    /// to `<archive>.partial`, read back and its members checked, then
+    /// renamed; the sources are never modified.
+    Pack(crate::lc0_archive::PackArgs),
+}
+
+/// `capa lc0 finish-games`'s options.
+#[derive(Args, Debug)]
+pub struct FinishArgs {
+    /// PGN files: `.pgn`, `.pgn.gz` or `.pgn.zst`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The UCI engine that plays the games out (a path, or a name looked up
+    /// on PATH and in /usr/games).
+    #[arg(long, value_name = "PATH")]
+    pub engine: PathBuf,
+    /// Search depth per added move.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub depth: u32,
+    /// The most plies added to one game; a game still going then keeps its result.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_extra_plies: u32,
+    /// Games played out at once, one engine each (0: one per core but one, at least 1).
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+    /// The engine's search threads (`Threads`) per worker.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: u32,
+    /// The engine's hash table in MB per worker.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub hash: u32,
+    /// Play out games with this [Termination] (any case; repeatable).
+    #[arg(long, value_name = "VALUE", default_value = "adjudication")]
+    pub only_termination: Vec<String>,
+    /// Also play out games adjudicated as draws.
+    #[arg(long)]
+    pub include_draws: bool,
+    /// Read at most this many games of each input.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Skip inputs whose output already exists (without it, an existing
+    /// output is an error).
+    #[arg(long)]
+    pub resume: bool,
+    /// The output file (one input only).
+    #[arg(long, conflicts_with = "output_dir")]
+    pub output: Option<PathBuf>,
+    /// The folder outputs go in (default: beside each input).
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Print every game that could not be played out (without it, the first 20).
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// `capa lc0 rescore`'s options.
+#[derive(Args, Debug)]
+pub struct RescoreArgs {
+    /// V6 game files (`.gz`) or folders searched for them (`_rescored.gz`
+    /// twins are not inputs).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// A folder of Syzygy tables (`.rtbw` and `.rtbz`; repeatable).
+    #[arg(long, required = true, value_name = "TBDIR")]
+    pub syzygy: Vec<PathBuf>,
+    /// Move each rescored file over its original once it is written and
+    /// read back identical.
+    #[arg(long)]
+    pub replace: bool,
+    /// Skip files that already have a `_rescored.gz` twin.
+    #[arg(long)]
+    pub resume: bool,
+    /// Threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
 }
 
 /// The inputs of `fit-wdl` and `draw-rate`.
@@ -101,8 +235,24 @@ pub struct ConvertArgs {
     /// (White's eval of the position after the move). A move without one
     /// takes a neighbouring move's, or else the static evaluation; the
     /// summary counts both.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stockfish")]
     pub pgn_eval_mode: bool,
+    /// Q and D from a UCI engine (Stockfish or any engine with
+    /// `UCI_ShowWDL`) searching every position to --sf-depth: Q = (w -
+    /// l)/1000, D = d/1000 from its WDL (from its score through the WDL
+    /// model when it reports none), the best move its bestmove, the visits
+    /// its node count. One engine per thread, each cleared (`ucinewgame`)
+    /// before every game, so the output does not depend on --threads. A
+    /// game on which the engine fails is skipped (the engine restarted).
+    /// A name is looked up on PATH and in /usr/games.
+    #[arg(long, value_name = "PATH")]
+    pub stockfish: Option<PathBuf>,
+    /// The engine's search depth per position (with --stockfish).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), requires = "stockfish")]
+    pub sf_depth: u32,
+    /// The engine's hash table in MB, per engine (with --stockfish).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..), requires = "stockfish")]
+    pub sf_hash: u32,
     /// The WDL model's scale: mu = scale x eval (pawns).
     #[arg(long, default_value_t = 1.13)]
     pub wdl_scale: f32,
@@ -126,9 +276,13 @@ pub struct ConvertArgs {
 pub fn run(command: &Lc0Command) -> Result<()> {
     match command {
         Lc0Command::Convert(args) => convert(args),
-        Lc0Command::Verify { paths, quiet } => verify(paths, *quiet),
+        Lc0Command::Verify { paths, quiet, records_only } => verify(paths, *quiet, *records_only),
+        Lc0Command::Rescore(args) => rescore(args),
+        Lc0Command::Dedup(args) => crate::lc0_archive::dedup(args),
+        Lc0Command::Pack(args) => crate::lc0_archive::pack(args),
         Lc0Command::FitWdl(sample) => fit_wdl(sample),
         Lc0Command::DrawRate(sample) => draw_rate(sample),
+        Lc0Command::FinishGames(args) => finish_games(args),
     }
 }
 
@@ -221,11 +375,19 @@ fn convert(args: &ConvertArgs) -> Result<()> {
             bail!("{} is not a file", file.display());
         }
     }
-    let eval = if args.pgn_eval_mode {
+    let eval = if args.stockfish.is_some() {
+        EvalSource::Engine
+    } else if args.pgn_eval_mode {
         EvalSource::PgnComments
     } else {
         EvalSource::Static { r50_damp_start: args.r50_damp_start }
     };
+    let engine = args.stockfish.as_ref().map(|program| lc0::EngineSpec {
+        program: program.clone(),
+        depth: args.sf_depth,
+        hash_mb: args.sf_hash,
+        threads: 1,
+    });
     let job = ConvertJob {
         output_dir: args.output_dir.clone(),
         name: args.name.clone(),
@@ -236,6 +398,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
             wdl: WdlModel { scale: args.wdl_scale, spread: args.wdl_spread },
             visit_budget: args.visit_budget,
         },
+        engine,
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads).build().context("starting the threads")?;
     let bar = ProgressBar::new_spinner();
@@ -271,6 +434,12 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         eprintln!(
             "moves without their own eval: {} took a neighbour's, {} the static evaluation",
             summary.neighbour_evals, summary.static_fallbacks
+        );
+    }
+    if args.stockfish.is_some() && summary.model_evals > 0 {
+        eprintln!(
+            "{} positions had no WDL from the engine: their Q and D come from its score through the WDL model",
+            summary.model_evals
         );
     }
     let reasons: Vec<String> = summary.skipped.iter().map(|(reason, n)| format!("{n} {reason}")).collect();
@@ -319,7 +488,7 @@ fn game_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn verify(paths: &[PathBuf], quiet: bool) -> Result<()> {
+fn verify(paths: &[PathBuf], quiet: bool, records_only: bool) -> Result<()> {
     let files = game_files(paths)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let (mut records_seen, mut problems_seen, mut bad_files) = (0usize, 0usize, 0usize);
@@ -333,7 +502,15 @@ fn verify(paths: &[PathBuf], quiet: bool) -> Result<()> {
                 continue;
             }
         };
-        let problems = lc0::game_problems(&records);
+        let problems = if records_only {
+            records
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| r.problems().into_iter().map(move |p| (i, p.to_string())))
+                .collect()
+        } else {
+            lc0::game_problems(&records)
+        };
         records_seen += records.len();
         problems_seen += problems.len();
         bad_files += usize::from(!problems.is_empty());
@@ -378,4 +555,151 @@ fn record_line(ply: usize, r: &V6Record) -> String {
         r.rule50_count,
         if rights.is_empty() { "-".to_string() } else { rights },
     )
+}
+
+/// `games.pgn.gz` -> `games-finished.pgn`, beside it or in `output_dir`.
+fn finished_path(input: &Path, output_dir: Option<&Path>) -> PathBuf {
+    let name = input.file_name().unwrap_or_default().to_string_lossy();
+    let stem = [".gz", ".zst"].iter().fold(name.as_ref(), |n, suffix| n.strip_suffix(suffix).unwrap_or(n));
+    let stem = stem.strip_suffix(".pgn").unwrap_or(stem);
+    let folder = output_dir.or(input.parent()).unwrap_or(Path::new("."));
+    folder.join(format!("{stem}-finished.pgn"))
+}
+
+fn finish_games(args: &FinishArgs) -> Result<()> {
+    if args.output.is_some() && args.files.len() != 1 {
+        bail!("--output names one file, for one input; with {} inputs use --output-dir", args.files.len());
+    }
+    let mut files = Vec::new();
+    for input in &args.files {
+        if !input.is_file() {
+            bail!("{} is not a file", input.display());
+        }
+        let output = args.output.clone().unwrap_or_else(|| finished_path(input, args.output_dir.as_deref()));
+        if output.exists() {
+            if args.resume {
+                eprintln!("skipping {}: {} exists (--resume)", input.display(), output.display());
+                continue;
+            }
+            bail!("{} exists: remove it, or pass --resume to skip the inputs already finished", output.display());
+        }
+        files.push((input.clone(), output));
+    }
+    if let Some(dir) = &args.output_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // The bar's length: the games to read, counted first.
+    let mut total = 0;
+    for (input, _) in &files {
+        let mut reader =
+            lc0::PgnReader::new(lc0::open_pgn(input).with_context(|| format!("cannot read {}", input.display()))?);
+        let mut games = 0;
+        while args.limit.is_none_or(|limit| games < limit)
+            && reader.next_game().with_context(|| format!("cannot read {}", input.display()))?.is_some()
+        {
+            games += 1;
+        }
+        total += games;
+    }
+    let workers = match args.workers {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)),
+        n => n,
+    };
+    let settings = lc0::FinishSettings {
+        engine: lc0::EngineSpec {
+            program: args.engine.clone(),
+            depth: args.depth,
+            hash_mb: args.hash,
+            threads: args.threads,
+        },
+        max_extra_plies: args.max_extra_plies,
+        terminations: args.only_termination.clone(),
+        include_draws: args.include_draws,
+        limit: args.limit,
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().context("starting the workers")?;
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} games {msg} [{elapsed} < {eta}]").expect("a valid template"),
+    );
+    let mut shown = 0;
+    let mut tally = lc0::FinishSummary::default();
+    let summary = lc0::finish_files(&files, &settings, &pool, |event| match event {
+        lc0::FinishEvent::Game(path, game, outcome) => {
+            bar.inc(1);
+            tally.add(outcome);
+            if let lc0::FinishOutcome::Unplayable(reason) | lc0::FinishOutcome::EngineFailed(reason) = outcome
+                && (args.verbose || shown < SHOWN_SKIPS)
+            {
+                bar.suspend(|| {
+                    eprintln!(
+                        "warning: {}: game {} (line {}): copied unchanged: {reason}",
+                        path.display(),
+                        game.number,
+                        game.line
+                    )
+                });
+                shown += 1;
+            }
+            bar.set_message(format!("{} concluded, {} capped, {} failed", tally.concluded, tally.capped, tally.failed));
+        }
+        lc0::FinishEvent::FileDone(output) => bar.suspend(|| eprintln!("done: {}", output.display())),
+    })?;
+    bar.finish_and_clear();
+    if summary.failed > shown {
+        eprintln!("({} more games copied unchanged not shown; -v shows them all)", summary.failed - shown);
+    }
+    println!(
+        "{} games in {} files: {} played out to an end, {} reached --max-extra-plies, {} copied unchanged, {} failed; {} plies added in {:.1} s",
+        summary.games,
+        summary.files,
+        summary.concluded,
+        summary.capped,
+        summary.unchanged,
+        summary.failed,
+        summary.plies_added,
+        summary.seconds
+    );
+    Ok(())
+}
+
+fn rescore(args: &RescoreArgs) -> Result<()> {
+    let tables = lc0::Tables::open(&args.syzygy).map_err(anyhow::Error::msg)?;
+    let files: Vec<PathBuf> = game_files(&args.paths)?.into_iter().filter(|f| !lc0::is_rescored(f)).collect();
+    if files.is_empty() {
+        bail!("no V6 game file (.gz) in the paths given");
+    }
+    eprintln!("{} table files, up to {} pieces; {} game files", tables.files(), tables.max_pieces(), files.len());
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads).build().context("starting the threads")?;
+    let bar = ProgressBar::new(files.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} files [{elapsed} < {eta}]").expect("a valid template"),
+    );
+    let mut failed = 0;
+    let options = lc0::RescoreOptions { replace: args.replace, resume: args.resume };
+    let summary = lc0::rescore_files(&files, &tables, options, &pool, |event| match event {
+        lc0::RescoreEvent::File(_) => bar.inc(1),
+        lc0::RescoreEvent::Failed(path, reason) => {
+            bar.inc(1);
+            failed += 1;
+            bar.suspend(|| eprintln!("error: {}: {reason}", path.display()));
+        }
+    });
+    bar.finish_and_clear();
+    let share = |n: u64| 100.0 * n as f64 / summary.records.max(1) as f64;
+    println!(
+        "{} files rescored, {} skipped (--resume), {failed} failed; {} records: result changed in {} ({:.1}%), plies left in {} ({:.1}%); {:.1} s",
+        summary.files,
+        summary.skipped,
+        summary.records,
+        summary.results_changed,
+        share(summary.results_changed),
+        summary.plies_changed,
+        share(summary.plies_changed),
+        summary.seconds
+    );
+    if failed > 0 {
+        bail!("{failed} files could not be rescored (their originals are untouched)");
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@ mod diagnostics;
 mod distill;
 mod elo;
 mod lc0;
+mod lc0_archive;
 mod matches;
 mod play;
 mod uci;
@@ -250,7 +251,9 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
     },
-    /// Lc0 V6 training data: convert PGN games, verify V6 files.
+    /// Lc0 V6 training data: convert PGN games (static, comment or engine
+    /// evals), finish adjudicated games, rescore with tablebases, dedup,
+    /// pack, verify, and fit the WDL model.
     Lc0 {
         #[command(subcommand)]
         what: lc0::Lc0Command,

@@ -1,4 +1,4 @@
-//! `capa lc0 convert` and `capa lc0 verify` as a user runs them.
+//! `capa lc0` as a user runs it: convert, verify, finish-games, rescore, dedup, pack.
 
 use std::path::{Path, PathBuf};
 
@@ -139,4 +139,82 @@ fn fit_wdl_and_draw_rate_read_the_comment_evals_of_real_games() {
     let none = capa(&["lc0", "fit-wdl", &sample("sf_selfplay_played_out.pgn"), "--limit", "5"]);
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("no band has 20"), "{}", stderr(&none));
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn finish_convert_rescore_dedup_and_pack_as_a_user_chains_them() {
+    let dir = fresh("chain");
+    let finished = dir.join("finished");
+    let finish = |extra: &[&str]| {
+        let pgn = sample("sf_selfplay_a.pgn");
+        let mut args = vec!["lc0", "finish-games", &pgn, "--engine", "stockfish", "--depth", "4"];
+        args.extend(["--limit", "4", "--workers", "1", "--output-dir", path(&finished)]);
+        args.extend(extra);
+        capa(&args)
+    };
+    let out = finish(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("4 games in 1 files: "), "{}", stdout(&out));
+    let pgn = finished.join("sf_selfplay_a-finished.pgn");
+    assert!(pgn.is_file());
+    let again = finish(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("sf_selfplay_a-finished.pgn exists"), "{}", stderr(&again));
+    let resumed = finish(&["--resume"]);
+    assert!(resumed.status.success() && stderr(&resumed).contains("skipping"), "{}", stderr(&resumed));
+
+    let chunks = dir.join("chunks");
+    let convert = capa(&["lc0", "convert", path(&pgn), "--pgn-eval-mode", "--output-dir", path(&chunks)]);
+    assert!(convert.status.success(), "{}", stderr(&convert));
+    assert!(stdout(&convert).contains("4 games read, 4 written"), "{}", stdout(&convert));
+
+    let tables = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capa-data/tests/data/syzygy");
+    let rescore = capa(&["lc0", "rescore", path(&chunks), "--syzygy", path(&tables)]);
+    assert!(rescore.status.success(), "{}", stderr(&rescore));
+    assert!(stdout(&rescore).starts_with("4 files rescored, 0 skipped"), "{}", stdout(&rescore));
+    assert!(chunks.join("supervised-0/game_000000_rescored.gz").is_file());
+    let no_tables = capa(&["lc0", "rescore", path(&chunks), "--syzygy", path(&dir)]);
+    assert!(stderr(&no_tables).contains("no Syzygy table"), "{}", stderr(&no_tables));
+
+    let deduped = dir.join("deduped");
+    let dedup = capa(&["lc0", "dedup", path(&chunks), "--output-dir", path(&deduped), "--chunks-per-file", "100"]);
+    assert!(dedup.status.success(), "{}", stderr(&dedup));
+    let verified = capa(&["lc0", "verify", "--records-only", "--quiet", path(&deduped)]);
+    assert!(verified.status.success(), "{}", stdout(&verified));
+
+    let archives = dir.join("archives");
+    let pack = capa(&["lc0", "pack", path(&chunks), "--output-dir", path(&archives)]);
+    assert!(pack.status.success(), "{}", stderr(&pack));
+    let listing = std::process::Command::new("tar").arg("-tf").arg(archives.join("supervised-0.tar")).output().unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(listing.lines().any(|l| l == "supervised-0/game_000003.gz"), "{listing}");
+    let repack = capa(&["lc0", "pack", path(&chunks), "--output-dir", path(&archives)]);
+    assert!(stderr(&repack).contains("supervised-0.tar already exists"), "{}", stderr(&repack));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn engine_flags_are_checked_before_any_work() {
+    let dir = fresh("engine-flags");
+    let pgn = sample("sf_selfplay_played_out.pgn");
+    let out_dir = dir.join("out");
+    for (args, message) in [
+        (vec!["--stockfish", "stockfish", "--pgn-eval-mode"], "cannot be used with"),
+        (vec!["--sf-depth", "5"], "--stockfish"),
+        (vec!["--stockfish", "/nonexistent/stockfish"], "cannot start engine `/nonexistent/stockfish`"),
+    ] {
+        let mut all = vec!["lc0", "convert", &pgn, "--output-dir", path(&out_dir)];
+        all.extend(args);
+        let out = capa(&all);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains(message), "{}", stderr(&out));
+    }
+    let finish = capa(&["lc0", "finish-games", &pgn, &pgn, "--engine", "stockfish", "--output", path(&out_dir)]);
+    assert!(stderr(&finish).contains("--output names one file"), "{}", stderr(&finish));
+    assert!(!out_dir.exists(), "nothing written");
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -22,7 +22,7 @@ fn games(text: &str) -> Vec<SourceGame> {
 }
 
 fn one(text: &str, settings: &ConvertSettings) -> Result<lc0::ConvertedGame, SkipReason> {
-    convert_game(&games(text)[0], settings)
+    convert_game(&games(text)[0], settings, None)
 }
 
 fn pool(threads: usize) -> rayon::ThreadPool {
@@ -319,6 +319,7 @@ fn convert(
         files_per_dir: 40,
         max_games: None,
         settings,
+        engine: None,
     };
     let mut skips = Vec::new();
     let summary = lc0::convert_files(inputs, &job, &pool(threads), |event| {
@@ -380,6 +381,7 @@ fn the_output_is_the_same_whatever_the_thread_count_and_never_mixed_with_an_old_
         files_per_dir: 40,
         max_games: Some(3),
         settings: ConvertSettings::default(),
+        engine: None,
     };
     assert!(matches!(lc0::convert_files(&inputs, &job, &pool(1), |_| {}), Err(ConvertError::OutputExists { .. })));
     let limited = ConvertJob { name: "limited".into(), ..job };
@@ -411,6 +413,7 @@ fn compressed_inputs_read_and_a_truncated_one_is_an_error_naming_it() {
         files_per_dir: 10,
         max_games: None,
         settings: ConvertSettings::default(),
+        engine: None,
     };
     match lc0::convert_files(&[dir.join("cut.pgn.zst")], &job, &pool(1), |_| {}) {
         Err(e @ ConvertError::Read { .. }) => assert!(e.to_string().contains("cut.pgn.zst"), "{e}"),
@@ -423,6 +426,7 @@ fn compressed_inputs_read_and_a_truncated_one_is_an_error_naming_it() {
         files_per_dir: 10,
         max_games: None,
         settings: ConvertSettings::default(),
+        engine: None,
     };
     match lc0::convert_files(&[dir.join("cut.pgn.gz")], &job, &pool(1), |_| {}) {
         Err(e @ ConvertError::Read { .. }) => assert!(e.to_string().contains("cut.pgn.gz"), "{e}"),
@@ -447,7 +451,7 @@ proptest! {
         let mut reader = PgnReader::new(bytes.as_slice());
         while let Ok(Some(game)) = reader.next_game() {
             for eval in [EvalSource::Static { r50_damp_start: 40 }, EvalSource::PgnComments] {
-                if let Ok(converted) = convert_game(&game, &ConvertSettings { eval, ..ConvertSettings::default() }) {
+                if let Ok(converted) = convert_game(&game, &ConvertSettings { eval, ..ConvertSettings::default() }, None) {
                     prop_assert!(lc0::game_problems(&converted.records).is_empty());
                 }
             }
@@ -465,7 +469,7 @@ proptest! {
         let text = tokens.join(" ");
         let mut reader = PgnReader::new(text.as_bytes());
         while let Ok(Some(game)) = reader.next_game() {
-            let _ = convert_game(&game, &ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() });
+            let _ = convert_game(&game, &ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() }, None);
         }
     }
 }
@@ -502,4 +506,365 @@ fn evals_are_labelled_for_the_side_to_move_and_the_fit_recovers_a_known_model() 
     assert!(close(lc0::implied_spread(0.983), 0.21, 0.005), "{}", lc0::implied_spread(0.983));
     // The seed: "at +0.37 it claims Q=+0.25".
     assert!(close(lc0::lc0_display_q(0.37), 0.25, 2e-3), "{}", lc0::lc0_display_q(0.37));
+}
+
+// Packing converted trees into archives, and deduplication.
+
+/// Converts the first `games` games of the sample `pgn` into
+/// `<out>/supervised-N/` folders of `per_dir` game files.
+fn convert_some(pgn: &str, out: &Path, games: u64, per_dir: u64, settings: ConvertSettings) -> lc0::ConvertSummary {
+    let job = ConvertJob {
+        output_dir: out.to_path_buf(),
+        name: "supervised".into(),
+        files_per_dir: per_dir,
+        max_games: Some(games),
+        settings,
+        engine: None,
+    };
+    lc0::convert_files(&[data(pgn)], &job, &pool(2), |_| {}).unwrap()
+}
+
+/// Runs the system `tar` (the oracle) in `dir`; its stdout lines.
+fn system_tar(dir: &Path, args: &[&str]) -> Vec<String> {
+    let output = std::process::Command::new("tar").args(args).current_dir(dir).output().expect("the tar program");
+    assert!(output.status.success(), "tar {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().map(str::to_string).collect()
+}
+
+/// Packs; the summary and the names of the archives written, in order.
+fn pack(job: &lc0::PackJob) -> (lc0::PackSummary, Vec<String>) {
+    let mut written = Vec::new();
+    let summary = lc0::pack_chunks(job, |event| {
+        if let lc0::PackEvent::Written { archive, .. } = event {
+            written.push(archive.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    })
+    .unwrap();
+    (summary, written)
+}
+
+/// The names of the files in `dir`.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn packed_archives_list_and_extract_with_tar_as_the_source_tree() {
+    let dir = tempdir("pack");
+    let src = dir.join("src");
+    assert_eq!(convert_some("sf_selfplay_played_out.pgn", &src, 24, 2, ConvertSettings::default()).games_written, 24);
+    // Natural order: supervised-10 and -11 come last.
+    let members: Vec<String> = (0..24).map(|n| format!("supervised-{}/game_{n:06}.gz", n / 2)).collect();
+    let gz = lc0::ArchiveCompression::Gz;
+    let cases = [
+        (1, lc0::ArchiveCompression::None, (0..12).map(|k| format!("supervised-{k}.tar")).collect::<Vec<_>>()),
+        (2, gz, (0..6).map(|k| format!("supervised-{}--supervised-{}.tar.gz", 2 * k, 2 * k + 1)).collect()),
+        (
+            11,
+            lc0::ArchiveCompression::None,
+            vec!["supervised-0--supervised-10.tar".to_string(), "supervised-11.tar".to_string()],
+        ),
+    ];
+    for (case, (group, compress, archives)) in cases.into_iter().enumerate() {
+        let out = dir.join(format!("out-{case}"));
+        let job = lc0::PackJob { group, compress, ..lc0::PackJob::new(&src, &out) };
+        let (summary, written) = pack(&job);
+        assert_eq!(written, archives, "group {group}");
+        assert_eq!(
+            (summary.archives_written, summary.archives_skipped, summary.members),
+            (archives.len() as u64, 0, 24)
+        );
+        let mut sorted = archives.clone();
+        sorted.sort();
+        assert_eq!(file_names(&out), sorted, "no .partial is left");
+        let bytes: u64 = archives.iter().map(|a| std::fs::metadata(out.join(a)).unwrap().len()).sum();
+        assert_eq!(summary.bytes, bytes);
+        let flag = if compress == gz { "-tzf" } else { "-tf" };
+        let listed: Vec<String> = archives.iter().flat_map(|a| system_tar(&out, &[flag, a.as_str()])).collect();
+        assert_eq!(listed, members, "group {group}");
+        let extracted = dir.join(format!("extracted-{case}"));
+        std::fs::create_dir_all(&extracted).unwrap();
+        for archive in &archives {
+            let path = out.join(archive);
+            system_tar(&extracted, &["-xf", path.to_str().unwrap()]);
+        }
+        assert_eq!(file_names(&extracted), file_names(&src));
+        for member in &members {
+            assert_eq!(std::fs::read(extracted.join(member)).unwrap(), std::fs::read(src.join(member)).unwrap());
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn resuming_skips_existing_archives_and_without_it_an_existing_one_is_an_error() {
+    let dir = tempdir("pack-resume");
+    let (src, out) = (dir.join("src"), dir.join("out"));
+    convert_some("sf_selfplay_played_out.pgn", &src, 6, 1, ConvertSettings::default());
+    let job = lc0::PackJob::new(&src, &out);
+    assert_eq!(pack(&job).0.archives_written, 6);
+    // One archive lost, one replaced by a marker, a killed run's partial left.
+    std::fs::remove_file(out.join("supervised-5.tar")).unwrap();
+    std::fs::write(out.join("supervised-3.tar"), b"not touched").unwrap();
+    std::fs::write(out.join("supervised-5.tar.partial"), b"stale").unwrap();
+    match lc0::pack_chunks(&job, |_| {}) {
+        Err(e @ lc0::PackError::ArchiveExists { .. }) => assert!(e.to_string().contains("supervised-0.tar"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(!out.join("supervised-5.tar").exists(), "nothing is written");
+    assert_eq!(std::fs::read(out.join("supervised-5.tar.partial")).unwrap(), b"stale");
+    let (summary, written) = pack(&lc0::PackJob { resume: true, ..job });
+    assert_eq!((summary.archives_written, summary.archives_skipped, summary.members), (1, 5, 1));
+    assert_eq!(written, ["supervised-5.tar"]);
+    assert_eq!(std::fs::read(out.join("supervised-3.tar")).unwrap(), b"not touched");
+    assert!(!out.join("supervised-5.tar.partial").exists());
+    assert_eq!(system_tar(&out, &["-tf", "supervised-5.tar"]), ["supervised-5/game_000005.gz"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn packing_a_missing_file_or_empty_source_is_an_error_naming_it() {
+    let dir = tempdir("pack-bad");
+    let out = dir.join("out");
+    let error = |source: &Path| lc0::pack_chunks(&lc0::PackJob::new(source, &out), |_| {}).unwrap_err().to_string();
+    assert!(error(&dir.join("nowhere")).contains("nowhere"));
+    std::fs::write(dir.join("file.txt"), b"x").unwrap();
+    assert!(error(&dir.join("file.txt")).contains("file.txt is not a folder"));
+    std::fs::create_dir_all(dir.join("empty/sub")).unwrap();
+    std::fs::write(dir.join("empty/sub/notes.txt"), b"x").unwrap();
+    std::fs::write(dir.join("empty/loose.gz"), b"x").unwrap();
+    let message = error(&dir.join("empty"));
+    assert!(message.contains("empty") && message.contains("no chunk folder"), "{message}");
+    let zero = lc0::PackJob { group: 0, ..lc0::PackJob::new(dir.join("empty"), &out) };
+    assert!(matches!(lc0::pack_chunks(&zero, |_| {}), Err(lc0::PackError::Settings(_))));
+    assert!(!out.exists(), "nothing is written");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A deduplication into `out` with the tool's defaults otherwise.
+fn dedup_job(out: &Path) -> lc0::DedupJob {
+    lc0::DedupJob { output_dir: out.to_path_buf(), ..lc0::DedupJob::default() }
+}
+
+/// The records of the `.gz` files of `dirs`, in dedup's reading order.
+fn tree_records(dirs: &[&Path]) -> Vec<V6Record> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() { walk(&path, out) } else { out.push(path) }
+        }
+    }
+    let mut records = Vec::new();
+    for dir in dirs {
+        let mut files = Vec::new();
+        walk(dir, &mut files);
+        files.sort();
+        for file in files {
+            records.extend(lc0::read_game_file(&file).unwrap());
+        }
+    }
+    records
+}
+
+/// Every output record of `job`, checked against Lc0's invariants.
+fn dedup_output(job: &lc0::DedupJob) -> Vec<V6Record> {
+    let mut records = Vec::new();
+    for number in 0.. {
+        let path = job.chunk_path(number);
+        if !path.exists() {
+            break;
+        }
+        records.extend(lc0::read_game_file(&path).unwrap());
+    }
+    for record in &records {
+        assert!(record.problems().is_empty(), "{:?}", record.problems());
+    }
+    records
+}
+
+/// The records grouped by position (planes, castling, side to move,
+/// rule-50 clock), groups in first-seen order: the test's own dedup.
+fn by_position(records: &[V6Record]) -> Vec<Vec<&V6Record>> {
+    let mut index = std::collections::HashMap::new();
+    let mut groups: Vec<Vec<&V6Record>> = Vec::new();
+    for record in records {
+        let key = (record.planes.to_vec(), record.castling, record.side_to_move_or_enpassant, record.rule50_count);
+        let at = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[at].push(record);
+    }
+    groups
+}
+
+fn mean(group: &[&V6Record], field: impl Fn(&V6Record) -> f32) -> f32 {
+    (group.iter().map(|r| f64::from(field(r))).sum::<f64>() / group.len() as f64) as f32
+}
+
+#[test]
+fn deduplicating_two_conversions_of_the_same_games_merges_them_into_their_means() {
+    let dir = tempdir("dedup-twice");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    // Games 2 and 3 start from their own FENs: no position repeats.
+    let converted = convert_some("sf_selfplay_a.pgn", &a, 3, 40, ConvertSettings::default());
+    // Other Q, D and policies for the same positions.
+    let other = ConvertSettings { wdl: WdlModel { scale: 1.6, spread: 0.3 }, visit_budget: 50, ..Default::default() };
+    convert_some("sf_selfplay_a.pgn", &b, 3, 40, other);
+    let job = dedup_job(&dir.join("out"));
+    let summary = lc0::dedup_files(&[a.clone(), b.clone()], &job, |_| {}).unwrap();
+    let inputs = tree_records(&[&a, &b]);
+    let groups = by_position(&inputs);
+    assert_eq!(summary.records_read, 2 * converted.positions);
+    assert_eq!(summary.records_written, converted.positions, "these games repeat no position: half is left");
+    assert_eq!(groups.len() as u64, summary.records_written);
+    assert_eq!((summary.merged, summary.mask_mismatches, summary.windows), (converted.positions, 0, 1));
+    let output = dedup_output(&job);
+    assert_eq!(output.len(), groups.len());
+    for (merged, group) in output.iter().zip(&groups) {
+        let first = group[0];
+        assert_eq!(
+            (merged.planes, merged.played_idx, merged.best_idx),
+            (first.planes, first.played_idx, first.best_idx)
+        );
+        assert_eq!(
+            (merged.result_q, merged.plies_left, merged.visits),
+            (first.result_q, first.plies_left, first.visits)
+        );
+        for (field, value) in [
+            (mean(group, |r| r.best_q), merged.best_q),
+            (mean(group, |r| r.root_q), merged.root_q),
+            (mean(group, |r| r.best_d), merged.best_d),
+            (mean(group, |r| r.root_d), merged.root_d),
+        ] {
+            assert!(close(field, value, 1e-6), "{field} vs {value}");
+        }
+        for (i, &p) in merged.probabilities.iter().enumerate() {
+            let expected = if first.probabilities[i] == -1.0 { -1.0 } else { mean(group, |r| r.probabilities[i]) };
+            assert!(close(p, expected, 1e-6), "policy {i}: {p} vs {expected}");
+        }
+    }
+    assert!(output.iter().zip(&groups).any(|(m, g)| m.best_q != g[0].best_q), "the values differ and are merged");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_q_ratio_of_0_makes_q_the_result() {
+    let dir = tempdir("dedup-q");
+    let a = dir.join("a");
+    convert_some("sf_selfplay_played_out.pgn", &a, 3, 40, ConvertSettings::default());
+    let job = lc0::DedupJob { q_ratio: 0.0, ..dedup_job(&dir.join("out")) };
+    lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}).unwrap();
+    let inputs = tree_records(&[&a]);
+    let groups = by_position(&inputs);
+    let output = dedup_output(&job);
+    assert_eq!(output.len(), groups.len());
+    for (merged, group) in output.iter().zip(&groups) {
+        let result = mean(group, |r| r.result_q);
+        assert!(close(merged.best_q, result, 1e-6) && close(merged.root_q, result, 1e-6), "{merged:?}");
+        if group.len() == 1 {
+            assert_eq!((merged.best_q, merged.root_q), (merged.result_q, merged.result_q));
+        }
+    }
+    for q_ratio in [-0.1, 1.5, f64::NAN] {
+        let bad = lc0::DedupJob { q_ratio, ..dedup_job(&dir.join("bad")) };
+        assert!(matches!(lc0::dedup_files(std::slice::from_ref(&a), &bad, |_| {}), Err(lc0::DedupError::Settings(_))));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_window_of_one_merges_nothing() {
+    let dir = tempdir("dedup-window");
+    let a = dir.join("a");
+    let converted = convert_some("sf_selfplay_played_out.pgn", &a, 2, 40, ConvertSettings::default());
+    let job = lc0::DedupJob { uniq_buffer: 1, ..dedup_job(&dir.join("out")) };
+    // The same folder twice: every position is repeated, in another window.
+    let summary = lc0::dedup_files(&[a.clone(), a.clone()], &job, |_| {}).unwrap();
+    let n = 2 * converted.positions;
+    assert_eq!((summary.records_read, summary.records_written, summary.merged, summary.windows), (n, n, 0, n));
+    let inputs = tree_records(&[&a, &a]);
+    assert_eq!(format!("{:?}", dedup_output(&job)), format!("{inputs:?}"), "unchanged, in order (NaN-aware)");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn chunks_per_file_splits_the_output_into_files_and_folders() {
+    let dir = tempdir("dedup-split");
+    let a = dir.join("a");
+    let converted = convert_some("sf_selfplay_played_out.pgn", &a, 3, 40, ConvertSettings::default());
+    let out = dir.join("out");
+    let job = lc0::DedupJob { chunks_per_file: 100, files_per_dir: 3, uniq_buffer: 1, ..dedup_job(&out) };
+    let summary = lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}).unwrap();
+    let n = converted.positions;
+    let files = n.div_ceil(100);
+    assert!(files > 3, "more than one folder: {n} records");
+    assert_eq!((summary.records_written, summary.files_written), (n, files));
+    for number in 0..files {
+        let path = out.join(format!("deduped-{}/chunk_{number:06}.gz", number / 3));
+        let expected = if number + 1 == files { n - 100 * (files - 1) } else { 100 };
+        assert_eq!(lc0::read_game_file(&path).unwrap().len() as u64, expected, "{}", path.display());
+    }
+    assert_eq!(dedup_output(&job).len() as u64, n);
+    let folders = file_names(&out);
+    assert_eq!(folders.len() as u64, files.div_ceil(3), "{folders:?}");
+    assert!(file_names(&out.join("deduped-0")).iter().all(|name| name.starts_with("chunk_")), "no temporary is left");
+    match lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}) {
+        Err(e @ lc0::DedupError::OutputExists { .. }) => assert!(e.to_string().contains("deduped-0"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_truncated_or_partial_v6_file_is_an_error_naming_it() {
+    let dir = tempdir("dedup-cut");
+    let a = dir.join("a");
+    convert_some("sf_selfplay_played_out.pgn", &a, 1, 40, ConvertSettings::default());
+    let game = std::fs::read(a.join("supervised-0/game_000000.gz")).unwrap();
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("cut.gz"), &game[..game.len() / 2]).unwrap();
+    let records = lc0::read_game_file(&a.join("supervised-0/game_000000.gz")).unwrap();
+    let mut raw = Vec::new();
+    records[0].write_to(&mut raw);
+    records[1].write_to(&mut raw);
+    raw.truncate(V6_SIZE + 100);
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, &raw).unwrap();
+    std::fs::write(bad.join("partial.gz"), encoder.finish().unwrap()).unwrap();
+    let job = dedup_job(&dir.join("out"));
+    for name in ["cut.gz", "partial.gz"] {
+        match lc0::dedup_files(&[a.clone(), bad.join(name)], &job, |_| {}) {
+            Err(e @ lc0::DedupError::Read { .. }) => assert!(e.to_string().contains(name), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(!dir.join("out").exists(), "nothing is written");
+    match lc0::dedup_files(&[dir.join("nowhere")], &job, |_| {}) {
+        Err(e @ lc0::DedupError::Input { .. }) => assert!(e.to_string().contains("nowhere"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_position_seen_with_other_legal_moves_is_kept_apart() {
+    let dir = tempdir("dedup-mask");
+    let a = dir.join("a");
+    convert_some("sf_selfplay_played_out.pgn", &a, 1, 40, ConvertSettings::default());
+    let record = lc0::read_game_file(&a.join("supervised-0/game_000000.gz")).unwrap().remove(3);
+    let mut other = record.clone();
+    let illegal = other.probabilities.iter().position(|&p| p == -1.0).unwrap();
+    other.probabilities[illegal] = 0.0;
+    let input = dir.join("mixed.gz");
+    std::fs::write(&input, lc0::compress(&[record.clone(), other.clone(), record.clone(), other.clone()])).unwrap();
+    let job = dedup_job(&dir.join("out"));
+    let summary = lc0::dedup_files(&[input], &job, |_| {}).unwrap();
+    assert_eq!((summary.records_read, summary.records_written, summary.merged, summary.mask_mismatches), (4, 2, 2, 1));
+    assert_eq!(format!("{:?}", dedup_output(&job)), format!("{:?}", [record, other]));
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -2,6 +2,8 @@
 //! bytes, which must give an error and never a panic.
 
 mod lc0;
+mod lc0_engines;
+mod lc0_rescore;
 
 use std::io::{Read, Write};
 

@@ -7,6 +7,7 @@ use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, History};
 use shakmaty::san::SanPlus;
 
+use super::engine::EngineEvaluator;
 use super::pgn::{CommentEval, SourceGame, comment_eval};
 use super::planes::encode;
 use super::record::{ADJUDICATED, CLASSICAL_INPUT, POLICY_SIZE, V6Record};
@@ -23,6 +24,9 @@ pub enum EvalSource {
     },
     /// The eval in the move comments (cutechess/Fishtest or Lichess form).
     PgnComments,
+    /// A UCI engine's search of every position ([`EngineEvaluator`]): its
+    /// WDL, its best move, its node count as the visits.
+    Engine,
 }
 
 /// How games become records.
@@ -54,6 +58,9 @@ pub struct ConvertedGame {
     /// Positions whose eval came from the static evaluation in
     /// comment-eval mode (no eval on the move or its neighbours).
     pub static_fallbacks: usize,
+    /// Positions the engine scored without a WDL (engine mode), whose Q
+    /// and D came from its score through the model.
+    pub model_evals: usize,
 }
 
 /// Why a game was not converted.
@@ -85,6 +92,8 @@ pub enum SkipReason {
         /// What.
         reason: String,
     },
+    /// The engine failed on one of the game's positions.
+    Engine(String),
 }
 
 impl SkipReason {
@@ -97,6 +106,7 @@ impl SkipReason {
             SkipReason::NoResult => "no result",
             SkipReason::NoMoves => "no moves",
             SkipReason::Syntax { .. } => "broken PGN text",
+            SkipReason::Engine(_) => "engine failure",
         }
     }
 }
@@ -113,22 +123,28 @@ impl fmt::Display for SkipReason {
             SkipReason::NoResult => write!(f, "no result (missing or `*`): an unfinished game is not converted"),
             SkipReason::NoMoves => write!(f, "no moves"),
             SkipReason::Syntax { line, reason } => write!(f, "line {line}: {reason}"),
+            SkipReason::Engine(e) => write!(f, "engine: {e}"),
         }
     }
 }
 
 /// The variants that are standard chess under another name.
-fn is_standard(variant: &str) -> bool {
+pub(super) fn is_standard(variant: &str) -> bool {
     ["standard", "chess", "normal", "from position", "fromposition"]
         .iter()
         .any(|v| v.eq_ignore_ascii_case(variant.trim()))
 }
 
-/// Converts one game.
+/// Converts one game. `engine` scores the positions when `settings.eval`
+/// is [`EvalSource::Engine`] (and is not used otherwise).
 ///
 /// # Errors
 /// Why the game cannot be converted; nothing of it is kept then.
-pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<ConvertedGame, SkipReason> {
+pub fn convert_game(
+    game: &SourceGame,
+    settings: &ConvertSettings,
+    engine: Option<&mut EngineEvaluator>,
+) -> Result<ConvertedGame, SkipReason> {
     if let Some((line, reason)) = &game.syntax_error {
         return Err(SkipReason::Syntax { line: *line, reason: reason.clone() });
     }
@@ -165,9 +181,18 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
 
     let mut neighbour_evals = 0;
     let mut static_fallbacks = 0;
-    // Each position's eval in pawns, for its side to move.
-    let evals: Vec<f32> = match settings.eval {
-        EvalSource::Static { .. } => positions[..count].iter().map(static_eval).collect(),
+    let mut model_evals = 0;
+    // Each position's (Q, D) for its side to move; the engine's best move
+    // and node count where an engine searched it.
+    let mut searched: Vec<Option<(usize, u32)>> = vec![None; count];
+    let values: Vec<(f32, f32)> = match settings.eval {
+        EvalSource::Static { r50_damp_start } => (0..count)
+            .map(|i| {
+                let (q, d) = settings.wdl.q_d(static_eval(&positions[i]));
+                // Scored by the clock the played move leaves behind.
+                r50_damp(q, d, positions[i + 1].halfmove_clock(), r50_damp_start)
+            })
+            .collect(),
         EvalSource::PgnComments => {
             // White's eval of each position, from the comments.
             let mut white = vec![None; count + 1];
@@ -185,7 +210,7 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
                     let own = white[i];
                     let neighbour = || white[i + 1].or(if i > 0 { white[i - 1] } else { None });
                     let for_mover = |w: f32| if positions[i].turn() == Color::White { w } else { -w };
-                    match (own, neighbour()) {
+                    let eval = match (own, neighbour()) {
                         (Some(w), _) => for_mover(w),
                         (None, Some(w)) => {
                             neighbour_evals += 1;
@@ -195,9 +220,25 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
                             static_fallbacks += 1;
                             static_eval(&positions[i])
                         }
-                    }
+                    };
+                    settings.wdl.q_d(eval)
                 })
                 .collect()
+        }
+        EvalSource::Engine => {
+            let engine = engine.ok_or_else(|| SkipReason::Engine("no engine to search with".to_string()))?;
+            engine.new_game().map_err(|e| SkipReason::Engine(e.to_string()))?;
+            let mut replay = History::new(positions[0].clone());
+            let mut values = Vec::with_capacity(count);
+            for i in 0..count {
+                let verdict = engine.evaluate(&replay, &settings.wdl).map_err(SkipReason::Engine)?;
+                model_evals += usize::from(!verdict.from_wdl);
+                searched[i] =
+                    Some((positions[i].policy_index(verdict.best), verdict.nodes.min(u64::from(u32::MAX)) as u32));
+                values.push((verdict.q, verdict.d));
+                replay.play(moves[i]);
+            }
+            values
         }
     };
 
@@ -205,11 +246,7 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
     let mut records = Vec::with_capacity(count);
     for i in 0..count {
         let position = &positions[i];
-        let (mut q, mut d) = settings.wdl.q_d(evals[i]);
-        if let EvalSource::Static { r50_damp_start } = settings.eval {
-            // Scored by the clock the played move leaves behind.
-            (q, d) = r50_damp(q, d, positions[i + 1].halfmove_clock(), r50_damp_start);
-        }
+        let (q, d) = values[i];
         let first = (i + 1).saturating_sub(8);
         let input = encode(&positions[first..=i], &repeated[first..=i]);
         let mut legal = capa_rules::MoveList::new();
@@ -251,9 +288,12 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
             orig_q: f32::NAN,
             orig_d: f32::NAN,
             orig_m: f32::NAN,
-            visits: settings.visit_budget.max(1),
+            visits: match (settings.visit_budget, searched[i]) {
+                (0, Some((_, nodes))) => nodes,
+                (budget, _) => budget.max(1),
+            },
             played_idx: played as u16,
-            best_idx: played as u16,
+            best_idx: searched[i].map_or(played, |(best, _)| best) as u16,
             policy_kld: 0.0,
             q_st: 0.0,
         });
@@ -262,5 +302,5 @@ pub fn convert_game(game: &SourceGame, settings: &ConvertSettings) -> Result<Con
     for i in 0..count {
         records[i].played_q = if i + 1 < count { -records[i + 1].best_q } else { records[i].result_q };
     }
-    Ok(ConvertedGame { records, neighbour_evals, static_fallbacks })
+    Ok(ConvertedGame { records, neighbour_evals, static_fallbacks, model_evals })
 }

@@ -4,10 +4,15 @@
 //! trainer and trainingdata-tool lay them out.
 
 mod convert;
+mod dedup;
+mod engine;
+mod finish;
 mod fit;
+mod pack;
 mod pgn;
 mod planes;
 mod record;
+mod rescore;
 mod wdl;
 
 use std::collections::BTreeMap;
@@ -24,14 +29,26 @@ use flate2::write::GzEncoder;
 use rayon::prelude::*;
 
 pub use convert::{ConvertSettings, ConvertedGame, EvalSource, SkipReason, convert_game};
+pub use dedup::{DedupError, DedupEvent, DedupJob, DedupSummary, dedup_files};
+use engine::EnginePool;
+pub use engine::{EngineEvaluator, EngineSpec, EngineVerdict};
+pub use finish::{
+    FinishError, FinishEvent, FinishOutcome, FinishSettings, FinishSummary, cutechess_comment, finish_files,
+    partial_path,
+};
 pub use fit::{
     BAND_WIDTH, Band, EvalBands, LabelledEval, MIN_BAND_POSITIONS, implied_spread, labelled_evals, lc0_display_q,
 };
+pub use pack::{ArchiveCompression, PackError, PackEvent, PackJob, PackSummary, pack_chunks};
 pub use pgn::{CommentEval, PgnReader, SourceGame, SourceMove, comment_eval};
-pub use planes::{Lc0Input, encode, reverse_bits_in_bytes};
+pub use planes::{Lc0Input, decode_position, encode, reverse_bits_in_bytes};
 pub use record::{
     ADJUDICATED, CLASSICAL_INPUT, PLANE_COUNT, POLICY_SIZE, RecordProblem, RecordReadError, V6_SIZE, V6_VERSION,
     V6Record,
+};
+pub use rescore::{
+    RescoreEvent, RescoreOptions, RescoreSummary, TablebaseVerdict, Tables, is_rescored, rescore_files, rescore_game,
+    rescored_path,
 };
 pub use wdl::{MATE_PAWNS, WdlModel, r50_damp, static_eval, wdl_rescale};
 
@@ -70,6 +87,9 @@ pub struct ConvertJob {
     pub max_games: Option<u64>,
     /// How games become records.
     pub settings: ConvertSettings,
+    /// The engine that scores positions when `settings.eval` is
+    /// [`EvalSource::Engine`]: one per thread.
+    pub engine: Option<EngineSpec>,
 }
 
 impl ConvertJob {
@@ -96,6 +116,8 @@ pub struct ConvertSummary {
     pub neighbour_evals: u64,
     /// Positions that fell back to the static eval (comment-eval mode).
     pub static_fallbacks: u64,
+    /// Positions the engine scored without a WDL (engine mode).
+    pub model_evals: u64,
     /// Compressed bytes written.
     pub bytes_written: u64,
     /// Wall seconds.
@@ -129,6 +151,12 @@ pub enum ConvertError {
         /// Why.
         source: io::Error,
     },
+    /// The engine that scores positions cannot be started or set up.
+    #[error("{0}")]
+    Engine(#[from] crate::UciError),
+    /// Engine mode without an engine to run.
+    #[error("engine evaluation needs an engine: none was given")]
+    NoEngine,
     /// The output already holds game files of this name.
     #[error(
         "{} already exists: capa does not mix two conversions in one folder; choose another --name or --output-dir, or remove it",
@@ -157,6 +185,19 @@ pub fn convert_files(
     if first.exists() {
         return Err(ConvertError::OutputExists { path: first });
     }
+    // A game the engine fails on is skipped, the engine replaced.
+    let engines = match job.settings.eval {
+        EvalSource::Engine => Some(EnginePool::start(job.engine.as_ref().ok_or(ConvertError::NoEngine)?)?),
+        _ => None,
+    };
+    let convert_one = |game: &SourceGame| match &engines {
+        None => convert_game(game, &job.settings, None),
+        Some(engines) => engines.run(
+            |engine| convert_game(game, &job.settings, Some(engine)),
+            |skip| matches!(skip, SkipReason::Engine(_)),
+            |e| SkipReason::Engine(e.to_string()),
+        ),
+    };
     let started = Instant::now();
     let mut summary = ConvertSummary::default();
     for path in inputs {
@@ -179,7 +220,7 @@ pub fn convert_files(
                 batch
                     .par_iter()
                     .map(|game| {
-                        let converted = convert_game(game, &job.settings)?;
+                        let converted = convert_one(game)?;
                         let bytes = compress(&converted.records);
                         Ok((converted, bytes))
                     })
@@ -192,6 +233,7 @@ pub fn convert_files(
                         summary.positions += converted.records.len() as u64;
                         summary.neighbour_evals += converted.neighbour_evals as u64;
                         summary.static_fallbacks += converted.static_fallbacks as u64;
+                        summary.model_evals += converted.model_evals as u64;
                         summary.bytes_written += bytes.len() as u64;
                         files.push((job.game_path(summary.games_written), bytes));
                         summary.games_written += 1;

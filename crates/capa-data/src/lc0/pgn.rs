@@ -26,6 +26,10 @@ pub struct SourceGame {
     pub result_token: Option<String>,
     /// A problem in the text itself (an unterminated comment).
     pub syntax_error: Option<(u64, String)>,
+    /// The game's lines as written, from its first tag to its result, each
+    /// ending in `\n`, when the reader keeps them
+    /// ([`PgnReader::keeping_text`]); empty otherwise.
+    pub text: String,
 }
 
 impl SourceGame {
@@ -66,12 +70,26 @@ pub struct PgnReader<R> {
     /// A line read but not yet used: the tag line that ended the last game.
     pending: Option<Vec<u8>>,
     buffer: Vec<u8>,
+    keep_text: bool,
 }
 
 impl<R: BufRead> PgnReader<R> {
     /// A reader of `input`.
     pub fn new(input: R) -> PgnReader<R> {
-        PgnReader { input, line: 0, games: 0, pending: None, buffer: Vec::new() }
+        PgnReader { input, line: 0, games: 0, pending: None, buffer: Vec::new(), keep_text: false }
+    }
+
+    /// The same reader, keeping each game's text in [`SourceGame::text`]
+    /// (to copy a game through unchanged).
+    pub fn keeping_text(self) -> PgnReader<R> {
+        PgnReader { keep_text: true, ..self }
+    }
+
+    fn keep(&self, game: &mut SourceGame, text: &str) {
+        if self.keep_text {
+            game.text.push_str(text);
+            game.text.push('\n');
+        }
     }
 
     fn next_line(&mut self) -> io::Result<Option<Vec<u8>>> {
@@ -104,6 +122,9 @@ impl<R: BufRead> PgnReader<R> {
             let text = String::from_utf8_lossy(&line);
             let trimmed = text.trim();
             if movetext.in_comment.is_none() && trimmed.starts_with('%') {
+                if started {
+                    self.keep(&mut game, &text);
+                }
                 continue;
             }
             if movetext.in_comment.is_none() && movetext.depth == 0 && trimmed.starts_with('[') {
@@ -116,18 +137,23 @@ impl<R: BufRead> PgnReader<R> {
                     game.line = line_number;
                     started = true;
                 }
+                self.keep(&mut game, &text);
                 if let Some(tag) = parse_tag(trimmed) {
                     game.tags.push(tag);
                 }
                 continue;
             }
             if trimmed.is_empty() && movetext.in_comment.is_none() {
+                if started {
+                    self.keep(&mut game, &text);
+                }
                 continue;
             }
             if !started {
                 game.line = line_number;
                 started = true;
             }
+            self.keep(&mut game, &text);
             movetext.seen_moves = true;
             if movetext.feed(&text, line_number, &mut game) {
                 break;

@@ -3,9 +3,12 @@
 
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game};
-use shakmaty::{Board, CastlingSide, Position};
+use shakmaty::{
+    Bitboard, Board, CastlingMode, CastlingSide, File, FromSetup, Piece, Position, PositionError, Rank, Role, Setup,
+    Square,
+};
 
-use super::record::PLANE_COUNT;
+use super::record::{PLANE_COUNT, V6Record};
 
 /// History slots.
 const HISTORY: usize = 8;
@@ -74,4 +77,57 @@ pub fn encode(history: &[Chess], repeated: &[bool]) -> Lc0Input {
 #[inline]
 pub fn reverse_bits_in_bytes(bits: u64) -> u64 {
     u64::from_le_bytes(bits.to_le_bytes().map(u8::reverse_bits))
+}
+
+/// The position a record's input encodes (slot 0), for probing
+/// tablebases: the pieces, the side to move, the castling rights, the
+/// halfmove clock, and the en-passant square, which format 1 does not
+/// store but slot 1 shows (a pawn of the side that just moved, gone from
+/// its start square and two ranks on). `None` when the planes are not a
+/// legal position.
+pub fn decode_position(record: &V6Record) -> Option<shakmaty::Chess> {
+    const ROLES: [Role; 6] = [Role::Pawn, Role::Knight, Role::Bishop, Role::Rook, Role::Queen, Role::King];
+    let black = record.side_to_move_or_enpassant == 1;
+    let us = if black { shakmaty::Color::Black } else { shakmaty::Color::White };
+    // Bitboards in the frame of the side to move, then on the real board.
+    let framed = |plane: usize| Bitboard(reverse_bits_in_bytes(record.planes[plane]));
+    let real = |frame: Bitboard| if black { frame.flip_vertical() } else { frame };
+    let mut board = Board::empty();
+    for (side, color) in [us, !us].into_iter().enumerate() {
+        for (index, role) in ROLES.into_iter().enumerate() {
+            for square in real(framed(side * 6 + index)) {
+                if board.piece_at(square).is_some() {
+                    return None;
+                }
+                board.set_piece_at(square, Piece { color, role });
+            }
+        }
+    }
+    let (theirs_now, theirs_before) = (framed(6), framed(13 + 6));
+    let ep_square = (0..8).map(File::new).find_map(|file| {
+        let at = |rank: u32| Square::from_coords(file, Rank::new(rank));
+        let pushed = theirs_before.contains(at(6))
+            && !theirs_now.contains(at(6))
+            && theirs_now.contains(at(4))
+            && !theirs_before.contains(at(4));
+        pushed.then(|| if black { at(5).flip_vertical() } else { at(5) })
+    });
+    let [our_long, our_short, their_long, their_short] = record.castling;
+    let mut castling_rights = Bitboard::EMPTY;
+    for (on, color, file) in
+        [(our_long, us, File::A), (our_short, us, File::H), (their_long, !us, File::A), (their_short, !us, File::H)]
+    {
+        if on != 0 {
+            castling_rights = castling_rights.with(Square::from_coords(file, color.backrank()));
+        }
+    }
+    let setup = Setup {
+        board,
+        turn: us,
+        castling_rights,
+        ep_square,
+        halfmoves: u32::from(record.rule50_count),
+        ..Setup::empty()
+    };
+    shakmaty::Chess::from_setup(setup, CastlingMode::Standard).or_else(PositionError::ignore_invalid_ep_square).ok()
 }
