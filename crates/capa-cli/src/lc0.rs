@@ -53,9 +53,11 @@ pub enum Lc0Command {
     /// --max-extra-plies are added. Each added move carries a
     /// cutechess-format comment (`{+0.76/10 0.012s}`, `{-M5/10 0.003s}`:
     /// the mover's score), so `convert --pgn-eval-mode` reads the output
-    /// as it is. A game that ends gets its new [Result], [Termination
-    /// "normal"] and a [FinishedBy] tag; one that reaches the cap keeps its
-    /// result. Every other game is copied unchanged. Output: plain PGN,
+    /// as it is. A game played out gets a [FinishedBy] tag and its
+    /// [PlyCount] (where it has one) updated; one that ends also its new
+    /// [Result] and [Termination "normal"] (where it has those tags); one
+    /// that reaches the cap keeps its result. Every other game is copied
+    /// unchanged (line endings become `\n`). Output: plain PGN,
     /// `<stem>-finished.pgn` beside each input (or in --output-dir), in
     /// input order, written to `<output>.partial` and renamed only when
     /// complete.
@@ -96,9 +98,9 @@ pub enum Lc0Command {
     /// result, alternating by side, and count their plies left up from it.
     /// Each file's result goes to `<stem>_rescored.gz` beside it, written
     /// atomically and read back; with --replace it then takes the
-    /// original's name. An original is never removed otherwise. The last
-    /// line on stdout counts the records whose result and plies left
-    /// changed.
+    /// original's name. An original is never removed otherwise; `dedup`
+    /// and `pack` read a file's twin instead of it. The last line on stdout
+    /// counts the records whose result and plies left changed.
     Rescore(RescoreArgs),
     /// Merge repeated positions of V6 files (trainingdata-tool's
     /// -deduplication-mode).
@@ -189,7 +191,9 @@ pub struct RescoreArgs {
     /// read back identical.
     #[arg(long)]
     pub replace: bool,
-    /// Skip files that already have a `_rescored.gz` twin.
+    /// Skip files that already have a `_rescored.gz` twin (with --replace
+    /// there are none: a rescored file is rescored again, to the same
+    /// result).
     #[arg(long)]
     pub resume: bool,
     /// Threads (0: one per core).
@@ -243,7 +247,8 @@ pub struct ConvertArgs {
     /// model when it reports none), the best move its bestmove, the visits
     /// its node count. One engine per thread, each cleared (`ucinewgame`)
     /// before every game, so the output does not depend on --threads. A
-    /// game on which the engine fails is skipped (the engine restarted).
+    /// game on which the engine fails, or does not reach the depth within
+    /// 30 s on one position, is skipped (the engine restarted).
     /// A name is looked up on PATH and in /usr/games.
     #[arg(long, value_name = "PATH")]
     pub stockfish: Option<PathBuf>,
@@ -459,37 +464,8 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     Ok(())
 }
 
-/// The `.gz` files of `paths`, folders searched recursively, sorted.
-fn game_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-            let path = entry?.path();
-            if path.is_dir() {
-                walk(&path, out)?;
-            } else if path.extension().is_some_and(|e| e == "gz") {
-                out.push(path);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let mut found = Vec::new();
-            walk(path, &mut found)?;
-            found.sort();
-            files.extend(found);
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            bail!("{} does not exist", path.display());
-        }
-    }
-    Ok(files)
-}
-
 fn verify(paths: &[PathBuf], quiet: bool, records_only: bool) -> Result<()> {
-    let files = game_files(paths)?;
+    let files = lc0::v6_files(paths)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let (mut records_seen, mut problems_seen, mut bad_files) = (0usize, 0usize, 0usize);
     for file in &files {
@@ -570,12 +546,20 @@ fn finish_games(args: &FinishArgs) -> Result<()> {
     if args.output.is_some() && args.files.len() != 1 {
         bail!("--output names one file, for one input; with {} inputs use --output-dir", args.files.len());
     }
-    let mut files = Vec::new();
+    let mut files: Vec<(PathBuf, PathBuf)> = Vec::new();
     for input in &args.files {
         if !input.is_file() {
             bail!("{} is not a file", input.display());
         }
         let output = args.output.clone().unwrap_or_else(|| finished_path(input, args.output_dir.as_deref()));
+        if let Some((other, _)) = files.iter().find(|(_, taken)| *taken == output) {
+            bail!(
+                "{} and {} would both be written to {}: finish them in separate runs or give --output-dir",
+                other.display(),
+                input.display(),
+                output.display()
+            );
+        }
         if output.exists() {
             if args.resume {
                 eprintln!("skipping {}: {} exists (--resume)", input.display(), output.display());
@@ -665,7 +649,7 @@ fn finish_games(args: &FinishArgs) -> Result<()> {
 
 fn rescore(args: &RescoreArgs) -> Result<()> {
     let tables = lc0::Tables::open(&args.syzygy).map_err(anyhow::Error::msg)?;
-    let files: Vec<PathBuf> = game_files(&args.paths)?.into_iter().filter(|f| !lc0::is_rescored(f)).collect();
+    let files: Vec<PathBuf> = lc0::v6_files(&args.paths)?.into_iter().filter(|f| !lc0::is_rescored(f)).collect();
     if files.is_empty() {
         bail!("no V6 game file (.gz) in the paths given");
     }

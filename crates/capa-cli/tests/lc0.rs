@@ -191,7 +191,10 @@ fn finish_convert_rescore_dedup_and_pack_as_a_user_chains_them() {
     assert!(pack.status.success(), "{}", stderr(&pack));
     let listing = std::process::Command::new("tar").arg("-tf").arg(archives.join("supervised-0.tar")).output().unwrap();
     let listing = String::from_utf8_lossy(&listing.stdout);
-    assert!(listing.lines().any(|l| l == "supervised-0/game_000003.gz"), "{listing}");
+    // After a rescore without --replace, the twins stand for their originals.
+    let members: Vec<&str> = listing.lines().collect();
+    assert_eq!(members.len(), 4, "{listing}");
+    assert!(members.iter().all(|m| m.ends_with("_rescored.gz")), "{listing}");
     let repack = capa(&["lc0", "pack", path(&chunks), "--output-dir", path(&archives)]);
     assert!(stderr(&repack).contains("supervised-0.tar already exists"), "{}", stderr(&repack));
     std::fs::remove_dir_all(dir).unwrap();
@@ -215,6 +218,8 @@ fn engine_flags_are_checked_before_any_work() {
     }
     let finish = capa(&["lc0", "finish-games", &pgn, &pgn, "--engine", "stockfish", "--output", path(&out_dir)]);
     assert!(stderr(&finish).contains("--output names one file"), "{}", stderr(&finish));
+    let twice = capa(&["lc0", "finish-games", &pgn, &pgn, "--engine", "stockfish", "--output-dir", path(&out_dir)]);
+    assert!(stderr(&twice).contains("would both be written to"), "{}", stderr(&twice));
     assert!(!out_dir.exists(), "nothing written");
     std::fs::remove_dir_all(dir).unwrap();
 }

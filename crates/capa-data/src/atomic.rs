@@ -33,13 +33,27 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let mut file = File::options().write(true).create_new(true).open(&temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        std::fs::rename(&temporary, path)?;
-        File::open(directory)?.sync_all()
+        rename_durably(&temporary, path)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
     result
+}
+
+/// Renames a complete, synced file `from` to `to` and syncs the folder, so
+/// the new name survives a crash. A reader sees the old `to` or the new
+/// file, never a part.
+///
+/// # Errors
+/// The I/O error; the caller names the path.
+pub fn rename_durably(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::rename(from, to)?;
+    let directory = match to.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    File::open(directory)?.sync_all()
 }
 
 /// Removes the temporary files that writers killed midway left in

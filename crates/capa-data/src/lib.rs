@@ -30,7 +30,7 @@ mod record;
 mod teacher;
 mod uci;
 
-pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, write_atomically};
+pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, rename_durably, write_atomically};
 pub use elo::{Bisection, EloEstimate, EstimateKind, MatchScore, Sprt, SprtVerdict, elo_difference, expected_score};
 pub use pgn::{PgnTags, centipawns, q_from_centipawns, to_pgn, write_pgn};
 pub use record::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues};

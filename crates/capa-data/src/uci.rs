@@ -136,6 +136,10 @@ pub struct SearchOutput {
     pub ponder: Option<String>,
     /// The last line per `multipv` slot, best first.
     pub lines: Vec<PvLine>,
+    /// Whether the client sent `stop` because the search overran its time
+    /// (or, for a depth or node limit, the timeout): the lines are then
+    /// those of a cut-short search.
+    pub stopped: bool,
 }
 
 /// How long a search may run.
@@ -406,7 +410,7 @@ impl UciEngine {
                     (Some("ponder"), Some(m)) => Some(m.to_string()),
                     _ => None,
                 };
-                return Ok(SearchOutput { best, ponder, lines: lines.into_values().collect() });
+                return Ok(SearchOutput { best, ponder, lines: lines.into_values().collect(), stopped });
             }
         }
     }

@@ -257,3 +257,21 @@ fn cutechess_comments_read_back_as_the_movers_eval() {
     assert_eq!(lc0::comment_eval(&comment(UciScore::Cp(76))), Some(Mover(0.76)));
     assert_eq!(lc0::comment_eval(&comment(UciScore::Mate(-3))), Some(Mover(-lc0::MATE_PAWNS)));
 }
+
+#[test]
+fn finish_games_keeps_a_game_whole_when_its_moves_follow_the_tags_directly() {
+    let text = "[Event \"t\"]\n[FEN \"8/8/8/8/8/5k2/8/4QK2 b - - 0 60\"]\n[Result \"1-0\"]\n\
+                [Termination \"adjudication\"]\n60... Kg4 61. Kf2 1-0\n";
+    let dir = tempdir("finish-no-blank");
+    let (input, output) = (dir.join("one.pgn"), dir.join("one-finished.pgn"));
+    std::fs::write(&input, text).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let summary = lc0::finish_files(&[(input, output.clone())], &finish_settings(6), &pool, |_| {}).unwrap();
+    assert_eq!(summary.concluded, 1, "{summary:?}");
+    let written = std::fs::read_to_string(&output).unwrap();
+    assert!(!written.trim_end().contains("\n\n"), "one paragraph of tags and moves: {written}");
+    let finished = read_games(&output);
+    assert_eq!(finished.len(), 1, "{written}");
+    assert!(finished[0].moves.len() > 2 && finished[0].moves[..2].iter().map(|m| &m.san).eq(["Kg4", "Kf2"]));
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -156,3 +156,42 @@ fn a_folder_without_tables_is_an_error_naming_it() {
     assert!(missing.contains("nope"), "{missing}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn wdl_tables_without_their_dtz_tables_are_refused() {
+    let dir = tempdir("wdl-only");
+    std::fs::copy(data("syzygy/KQvK.rtbw"), dir.join("KQvK.rtbw")).unwrap();
+    let error = Tables::open(std::slice::from_ref(&dir)).err().unwrap();
+    assert!(error.contains("1 WDL tables") && error.contains("KQvK") && error.contains(".rtbz"), "{error}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn after_a_rescore_dedup_and_pack_read_the_twins_not_the_originals() {
+    let dir = tempdir("twins");
+    let chunks = dir.join("chunks/supervised-0");
+    std::fs::create_dir_all(&chunks).unwrap();
+    let game = records("[FEN \"8/8/8/4k3/8/8/8/R3K3 w - - 0 1\"]\n1. Ra2 Kd4 2. Ra3 Kc4 1/2-1/2\n");
+    let original = chunks.join("game_000000.gz");
+    std::fs::write(&original, lc0::compress(&game)).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    lc0::rescore_files(std::slice::from_ref(&original), &tables(), RescoreOptions::default(), &pool, |_| {});
+    let found = lc0::v6_files(&[dir.join("chunks")]).unwrap();
+    assert_eq!(found.len(), 2);
+    assert_eq!(lc0::prefer_rescored(found), [lc0::rescored_path(&original)]);
+    // An original given alone, without its twin beside it in the list, stays.
+    assert_eq!(lc0::prefer_rescored(vec![original.clone()]), std::slice::from_ref(&original));
+
+    let job = lc0::DedupJob { output_dir: dir.join("deduped"), ..lc0::DedupJob::default() };
+    let summary = lc0::dedup_files(&[dir.join("chunks")], &job, |_| {}).unwrap();
+    assert_eq!((summary.records_read, summary.records_written), (4, 4));
+    let deduped = lc0::read_game_file(&job.chunk_path(0)).unwrap();
+    assert_eq!(deduped[0].result_q, 1.0, "the rescored result");
+
+    let pack = lc0::PackJob::new(dir.join("chunks"), dir.join("archives"));
+    lc0::pack_chunks(&pack, |_| {}).unwrap();
+    let listing = std::process::Command::new("tar").arg("-tf").arg(dir.join("archives/supervised-0.tar")).output();
+    let listing = String::from_utf8(listing.unwrap().stdout).unwrap();
+    assert_eq!(listing.trim(), "supervised-0/game_000000_rescored.gz");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -129,10 +129,45 @@ impl fmt::Display for SkipReason {
 }
 
 /// The variants that are standard chess under another name.
-pub(super) fn is_standard(variant: &str) -> bool {
+fn is_standard(variant: &str) -> bool {
     ["standard", "chess", "normal", "from position", "fromposition"]
         .iter()
         .any(|v| v.eq_ignore_ascii_case(variant.trim()))
+}
+
+/// The position a game starts from, once its text and variant are
+/// checked: its `[FEN]`, or the standard start.
+pub(super) fn start_position(game: &SourceGame) -> Result<Chess, SkipReason> {
+    if let Some((line, reason)) = &game.syntax_error {
+        return Err(SkipReason::Syntax { line: *line, reason: reason.clone() });
+    }
+    if let Some(variant) = game.tag("Variant").filter(|v| !is_standard(v)) {
+        return Err(SkipReason::Variant(variant.to_string()));
+    }
+    match game.tag("FEN") {
+        Some(fen) => Chess::from_fen(fen).map_err(|e| SkipReason::Fen(e.to_string())),
+        None => Ok(Chess::startpos()),
+    }
+}
+
+/// The game's moves played from `start`, and per position whether it
+/// occurred before in the game.
+pub(super) fn play_moves(start: Chess, game: &SourceGame) -> Result<(History<Chess>, Vec<bool>), SkipReason> {
+    let mut history = History::new(start);
+    let mut repeated = vec![false];
+    for source in &game.moves {
+        // The game's own ply, so a game from a FEN names its real move numbers.
+        let ply = history.current().ply() as usize;
+        let bad = |reason: String| SkipReason::Move { line: source.line, ply, san: source.san.clone(), reason };
+        let san = SanPlus::from_ascii(source.san.as_bytes()).map_err(|_| bad("not SAN".to_string()))?;
+        let m = history
+            .current()
+            .parse_san(&san.san)
+            .map_err(|_| bad(format!("not legal in {}", history.current().fen())))?;
+        history.play(m);
+        repeated.push(history.repetitions() > 0);
+    }
+    Ok((history, repeated))
 }
 
 /// Converts one game. `engine` scores the positions when `settings.eval`
@@ -145,37 +180,13 @@ pub fn convert_game(
     settings: &ConvertSettings,
     engine: Option<&mut EngineEvaluator>,
 ) -> Result<ConvertedGame, SkipReason> {
-    if let Some((line, reason)) = &game.syntax_error {
-        return Err(SkipReason::Syntax { line: *line, reason: reason.clone() });
-    }
-    if let Some(variant) = game.tag("Variant").filter(|v| !is_standard(v)) {
-        return Err(SkipReason::Variant(variant.to_string()));
-    }
-    let start = match game.tag("FEN") {
-        Some(fen) => Chess::from_fen(fen).map_err(|e| SkipReason::Fen(e.to_string()))?,
-        None => Chess::startpos(),
-    };
+    let start = start_position(game)?;
     let winner = game.winner().ok_or(SkipReason::NoResult)?;
     if game.moves.is_empty() {
         return Err(SkipReason::NoMoves);
     }
-
-    let mut history = History::new(start);
-    let mut repeated = vec![false];
-    let mut moves = Vec::with_capacity(game.moves.len());
-    for source in &game.moves {
-        // The game's own ply, so a game from a FEN names its real move numbers.
-        let ply = history.current().ply() as usize;
-        let bad = |reason: String| SkipReason::Move { line: source.line, ply, san: source.san.clone(), reason };
-        let san = SanPlus::from_ascii(source.san.as_bytes()).map_err(|_| bad("not SAN".to_string()))?;
-        let m = history
-            .current()
-            .parse_san(&san.san)
-            .map_err(|_| bad(format!("not legal in {}", history.current().fen())))?;
-        moves.push(m);
-        history.play(m);
-        repeated.push(history.repetitions() > 0);
-    }
+    let (history, repeated) = play_moves(start, game)?;
+    let moves = history.moves();
     let positions = history.positions();
     let count = moves.len();
 

@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::{V6Record, compress, read_game_file};
@@ -113,13 +113,8 @@ pub enum DedupError {
     #[error("{0}")]
     Settings(String),
     /// An input does not exist or a folder cannot be listed.
-    #[error("{}: {reason}", path.display())]
-    Input {
-        /// The file or folder.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
+    #[error(transparent)]
+    Input(#[from] super::InputError),
     /// The inputs hold no `.gz` file.
     #[error("no .gz file in the inputs")]
     NoInput,
@@ -181,7 +176,10 @@ pub fn dedup_files(
     if first.exists() {
         return Err(DedupError::OutputExists { path: first });
     }
-    let files = v6_files(inputs)?;
+    let files = super::prefer_rescored(super::v6_files(inputs)?);
+    if files.is_empty() {
+        return Err(DedupError::NoInput);
+    }
     report(DedupEvent::Planned { files: files.len() });
     let started = Instant::now();
     let mut summary = DedupSummary::default();
@@ -213,45 +211,6 @@ pub fn dedup_files(
     output.flush(&mut window, true, &mut summary)?;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
-}
-
-/// The `.gz` files of `paths`, folders searched recursively and sorted.
-fn v6_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, DedupError> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DedupError> {
-        let error = |e: io::Error| DedupError::Input { path: dir.to_path_buf(), reason: format!("cannot list: {e}") };
-        for entry in std::fs::read_dir(dir).map_err(error)? {
-            let entry = entry.map_err(error)?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') {
-                continue;
-            }
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out)?;
-            } else if name.ends_with(".gz") && path.is_file() {
-                out.push(path);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let mut found = Vec::new();
-            walk(path, &mut found)?;
-            found.sort();
-            files.extend(found);
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            return Err(DedupError::Input { path: path.clone(), reason: "no such file or folder".into() });
-        }
-    }
-    if files.is_empty() {
-        return Err(DedupError::NoInput);
-    }
-    Ok(files)
 }
 
 /// How a record entered the window.

@@ -102,6 +102,16 @@ impl EngineEvaluator {
     pub fn evaluate(&mut self, history: &History<Chess>, model: &WdlModel) -> Result<EngineVerdict, String> {
         let output = self.engine.go(&position_command(history), Go::Depth(self.depth)).map_err(|e| e.to_string())?;
         let position = history.current();
+        if output.stopped {
+            // Its numbers would depend on the machine's speed, not the depth.
+            return Err(format!(
+                "{} did not reach depth {} within {:.0} s on {} and was stopped",
+                self.engine.name(),
+                self.depth,
+                DEFAULT_TIMEOUT.as_secs_f64(),
+                position.fen()
+            ));
+        }
         let best = output
             .best
             .as_deref()

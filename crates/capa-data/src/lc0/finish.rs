@@ -11,13 +11,12 @@ use std::time::Instant;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, History};
 use rayon::prelude::*;
-use shakmaty::san::SanPlus;
 
-use super::convert::is_standard;
+use super::convert::{play_moves, start_position};
 use super::engine::{EngineEvaluator, EnginePool, EngineSpec};
-use super::open_pgn;
 use super::pgn::{PgnReader, SourceGame};
 use super::wdl::WdlModel;
+use super::{open_pgn, partial_path};
 use crate::{UciError, UciScore};
 
 /// Which games are played out, and how.
@@ -179,10 +178,10 @@ pub fn finish_files(
                 break;
             }
             read += batch.len() as u64;
-            let finished: Vec<(String, FinishOutcome)> =
+            let finished: Vec<(Vec<u8>, FinishOutcome)> =
                 pool.install(|| batch.par_iter().map(|game| finish_game(game, settings, &engines)).collect());
             for (game, (text, outcome)) in batch.iter().zip(finished) {
-                out.write_all(text.as_bytes()).map_err(write_error)?;
+                out.write_all(&text).map_err(write_error)?;
                 summary.add(&outcome);
                 report(FinishEvent::Game(input, game, &outcome));
             }
@@ -190,11 +189,8 @@ pub fn finish_files(
         let file = out.into_inner().map_err(|e| write_error(e.into_error()))?;
         file.sync_all().map_err(write_error)?;
         drop(file);
-        std::fs::rename(&partial, output).map_err(|source| FinishError::Write { path: output.clone(), source })?;
-        let directory = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        File::open(directory)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| FinishError::Write { path: directory.to_path_buf(), source })?;
+        crate::rename_durably(&partial, output)
+            .map_err(|source| FinishError::Write { path: output.clone(), source })?;
         summary.files += 1;
         report(FinishEvent::FileDone(output));
     }
@@ -202,16 +198,12 @@ pub fn finish_files(
     Ok(summary)
 }
 
-/// Where an output is written until it is complete.
-pub fn partial_path(output: &Path) -> PathBuf {
-    let mut name = output.as_os_str().to_owned();
-    name.push(".partial");
-    PathBuf::from(name)
-}
-
 /// The game's text in the output and what happened to it.
-fn finish_game(game: &SourceGame, settings: &FinishSettings, engines: &EnginePool<'_>) -> (String, FinishOutcome) {
-    let unchanged = |outcome| (format!("{}\n\n", game.text.trim_end()), outcome);
+fn finish_game(game: &SourceGame, settings: &FinishSettings, engines: &EnginePool<'_>) -> (Vec<u8>, FinishOutcome) {
+    let unchanged = |outcome| {
+        let end = game.text.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+        ([&game.text[..end], b"\n\n"].concat(), outcome)
+    };
     let chosen = game
         .tag("Termination")
         .is_some_and(|t| settings.terminations.iter().any(|wanted| wanted.trim().eq_ignore_ascii_case(t.trim())));
@@ -222,9 +214,9 @@ fn finish_game(game: &SourceGame, settings: &FinishSettings, engines: &EnginePoo
     if !chosen || !decisive || game.syntax_error.is_some() {
         return unchanged(FinishOutcome::NotChosen);
     }
-    let history = match replay(game) {
-        Ok(history) => history,
-        Err(reason) => return unchanged(FinishOutcome::Unplayable(reason)),
+    let history = match start_position(game).and_then(|start| play_moves(start, game)) {
+        Ok((history, _)) => history,
+        Err(reason) => return unchanged(FinishOutcome::Unplayable(reason.to_string())),
     };
     if history.outcome().is_some() {
         return unchanged(FinishOutcome::AlreadyOver);
@@ -234,26 +226,6 @@ fn finish_game(game: &SourceGame, settings: &FinishSettings, engines: &EnginePoo
         Ok((history, added)) => finished_text(game, &history, added, settings),
         Err(reason) => unchanged(FinishOutcome::EngineFailed(reason)),
     }
-}
-
-/// The game's moves replayed.
-fn replay(game: &SourceGame) -> Result<History<Chess>, String> {
-    if let Some(variant) = game.tag("Variant").filter(|v| !is_standard(v)) {
-        return Err(format!("variant \"{variant}\" is not standard chess"));
-    }
-    let start = match game.tag("FEN") {
-        Some(fen) => Chess::from_fen(fen).map_err(|e| format!("bad FEN tag: {e}"))?,
-        None => Chess::startpos(),
-    };
-    let mut history = History::new(start);
-    for source in &game.moves {
-        let m = SanPlus::from_ascii(source.san.as_bytes())
-            .ok()
-            .and_then(|san| history.current().parse_san(&san.san).ok())
-            .ok_or_else(|| format!("line {}: move {} is not legal here", source.line, source.san))?;
-        history.play(m);
-    }
-    Ok(history)
 }
 
 /// One added move: its SAN and its cutechess comment.
@@ -300,7 +272,7 @@ fn finished_text(
     history: &History<Chess>,
     added: Vec<AddedMove>,
     settings: &FinishSettings,
-) -> (String, FinishOutcome) {
+) -> (Vec<u8>, FinishOutcome) {
     let plies = added.len() as u32;
     let ended = history.outcome().map(|outcome| {
         let result = match outcome.winner(history.current().turn()) {
@@ -314,7 +286,9 @@ fn finished_text(
     let result = ended.as_ref().map_or(original_result, |(result, _)| result);
 
     // The tags, rewritten where they change; the movetext up to its result.
-    let text = game.text.trim_end();
+    // A finished game is rewritten as UTF-8 (bytes that are not become U+FFFD).
+    let text = String::from_utf8_lossy(&game.text);
+    let text = text.trim_end();
     let movetext_end = match &game.result_token {
         Some(token) => text.rfind(token.as_str()).unwrap_or(text.len()),
         None => text.len(),
@@ -330,11 +304,11 @@ fn finished_text(
     let mut has_movetext = false;
     for line in text[..movetext_end].lines() {
         let trimmed = line.trim_start();
-        has_movetext |= !in_tags && !trimmed.is_empty();
         if in_tags && !trimmed.starts_with('[') {
             in_tags = false;
             out.push_str(&provenance);
         }
+        has_movetext |= !in_tags && !trimmed.is_empty();
         let tag = |name: &str| in_tags && trimmed.starts_with(&format!("[{name} "));
         if tag("Result") {
             let _ = writeln!(out, "[Result \"{result}\"]");
@@ -390,5 +364,5 @@ fn finished_text(
         Some((result, reason)) => FinishOutcome::Concluded { plies, result, reason },
         None => FinishOutcome::Capped { plies },
     };
-    (out, outcome)
+    (out.into_bytes(), outcome)
 }

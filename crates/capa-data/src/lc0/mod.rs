@@ -34,7 +34,6 @@ use engine::EnginePool;
 pub use engine::{EngineEvaluator, EngineSpec, EngineVerdict};
 pub use finish::{
     FinishError, FinishEvent, FinishOutcome, FinishSettings, FinishSummary, cutechess_comment, finish_files,
-    partial_path,
 };
 pub use fit::{
     BAND_WIDTH, Band, EvalBands, LabelledEval, MIN_BAND_POSITIONS, implied_spread, labelled_evals, lc0_display_q,
@@ -47,8 +46,8 @@ pub use record::{
     V6Record,
 };
 pub use rescore::{
-    RescoreEvent, RescoreOptions, RescoreSummary, TablebaseVerdict, Tables, is_rescored, rescore_files, rescore_game,
-    rescored_path,
+    RescoreEvent, RescoreOptions, RescoreSummary, TablebaseVerdict, Tables, is_rescored, prefer_rescored,
+    rescore_files, rescore_game, rescored_path,
 };
 pub use wdl::{MATE_PAWNS, WdlModel, r50_damp, static_eval, wdl_rescale};
 
@@ -278,6 +277,63 @@ fn write_files(files: &[(PathBuf, Vec<u8>)], pool: &rayon::ThreadPool) -> Result
             crate::write_atomically(path, bytes).map_err(|source| ConvertError::Write { path: path.clone(), source })
         })
     })
+}
+
+/// Where a file is written until it is complete (then renamed):
+/// `<path>.partial`. A killed run leaves only this, never a truncated file
+/// under the real name.
+pub fn partial_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".partial");
+    PathBuf::from(name)
+}
+
+/// An input path that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {reason}", path.display())]
+pub struct InputError {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+/// The V6 files of `paths`: files as given, folders searched recursively
+/// for `.gz` files (hidden entries skipped), each folder's sorted by path.
+///
+/// # Errors
+/// A path that does not exist, or a folder that cannot be listed.
+pub fn v6_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
+        let error = |e: io::Error| InputError { path: dir.to_path_buf(), reason: format!("cannot list: {e}") };
+        for entry in std::fs::read_dir(dir).map_err(error)? {
+            let entry = entry.map_err(error)?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else if path.extension().is_some_and(|e| e == "gz") && path.is_file() {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found = Vec::new();
+            walk(path, &mut found)?;
+            found.sort();
+            files.extend(found);
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            return Err(InputError { path: path.clone(), reason: "no such file or folder".into() });
+        }
+    }
+    Ok(files)
 }
 
 /// Reads a gzipped V6 file whole.

@@ -16,6 +16,8 @@ use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 
+use super::partial_path;
+
 /// How an archive is compressed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ArchiveCompression {
@@ -292,6 +294,9 @@ fn chunk_folders(source: &Path, output_dir: &Path) -> Result<Vec<(String, Vec<Me
                 members.push(Member { name: format!("{dir}/{file}"), source: file_path, size: metadata.len() });
             }
         }
+        let kept: std::collections::BTreeSet<PathBuf> =
+            super::prefer_rescored(members.iter().map(|m| m.source.clone()).collect()).into_iter().collect();
+        members.retain(|m| kept.contains(&m.source));
         if !members.is_empty() {
             members.sort_by(|a, b| a.name.cmp(&b.name));
             folders.push((dir, members));
@@ -302,13 +307,6 @@ fn chunk_folders(source: &Path, output_dir: &Path) -> Result<Vec<(String, Vec<Me
     }
     folders.sort_by(|(a, _), (b, _)| natural_key(a).cmp(&natural_key(b)));
     Ok(folders)
-}
-
-/// `<archive>.partial`.
-fn partial_path(archive: &Path) -> PathBuf {
-    let mut name = archive.as_os_str().to_os_string();
-    name.push(".partial");
-    PathBuf::from(name)
 }
 
 /// Writes, checks and renames one archive; its size.
@@ -323,10 +321,7 @@ fn write_archive(archive: &Planned, job: &PackJob) -> Result<u64, PackError> {
         }
         let write_error = |source| PackError::Write { path: archive.path.clone(), source };
         let bytes = std::fs::metadata(&partial).map_err(write_error)?.len();
-        std::fs::rename(&partial, &archive.path).map_err(write_error)?;
-        let dir_error = |source| PackError::Write { path: job.output_dir.clone(), source };
-        let dir = if job.output_dir.as_os_str().is_empty() { Path::new(".") } else { job.output_dir.as_path() };
-        File::open(dir).and_then(|d| d.sync_all()).map_err(dir_error)?;
+        crate::rename_durably(&partial, &archive.path).map_err(write_error)?;
         Ok(bytes)
     })();
     if result.is_err() {

@@ -26,10 +26,10 @@ pub struct SourceGame {
     pub result_token: Option<String>,
     /// A problem in the text itself (an unterminated comment).
     pub syntax_error: Option<(u64, String)>,
-    /// The game's lines as written, from its first tag to its result, each
-    /// ending in `\n`, when the reader keeps them
-    /// ([`PgnReader::keeping_text`]); empty otherwise.
-    pub text: String,
+    /// The game's lines as written (bytes, in whatever encoding the file
+    /// has), from its first tag to its result, each ending in `\n`, when
+    /// the reader keeps them ([`PgnReader::keeping_text`]); empty otherwise.
+    pub text: Vec<u8>,
 }
 
 impl SourceGame {
@@ -85,10 +85,10 @@ impl<R: BufRead> PgnReader<R> {
         PgnReader { keep_text: true, ..self }
     }
 
-    fn keep(&self, game: &mut SourceGame, text: &str) {
+    fn keep(&self, game: &mut SourceGame, line: &[u8]) {
         if self.keep_text {
-            game.text.push_str(text);
-            game.text.push('\n');
+            game.text.extend_from_slice(line);
+            game.text.push(b'\n');
         }
     }
 
@@ -123,7 +123,7 @@ impl<R: BufRead> PgnReader<R> {
             let trimmed = text.trim();
             if movetext.in_comment.is_none() && trimmed.starts_with('%') {
                 if started {
-                    self.keep(&mut game, &text);
+                    self.keep(&mut game, &line);
                 }
                 continue;
             }
@@ -137,7 +137,7 @@ impl<R: BufRead> PgnReader<R> {
                     game.line = line_number;
                     started = true;
                 }
-                self.keep(&mut game, &text);
+                self.keep(&mut game, &line);
                 if let Some(tag) = parse_tag(trimmed) {
                     game.tags.push(tag);
                 }
@@ -145,7 +145,7 @@ impl<R: BufRead> PgnReader<R> {
             }
             if trimmed.is_empty() && movetext.in_comment.is_none() {
                 if started {
-                    self.keep(&mut game, &text);
+                    self.keep(&mut game, &line);
                 }
                 continue;
             }
@@ -153,7 +153,7 @@ impl<R: BufRead> PgnReader<R> {
                 game.line = line_number;
                 started = true;
             }
-            self.keep(&mut game, &text);
+            self.keep(&mut game, &line);
             movetext.seen_moves = true;
             if movetext.feed(&text, line_number, &mut game) {
                 break;

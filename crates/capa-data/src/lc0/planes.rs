@@ -8,7 +8,7 @@ use shakmaty::{
     Square,
 };
 
-use super::record::{PLANE_COUNT, V6Record};
+use super::record::{CLASSICAL_INPUT, PLANE_COUNT, V6Record};
 
 /// History slots.
 const HISTORY: usize = 8;
@@ -83,9 +83,13 @@ pub fn reverse_bits_in_bytes(bits: u64) -> u64 {
 /// tablebases: the pieces, the side to move, the castling rights, the
 /// halfmove clock, and the en-passant square, which format 1 does not
 /// store but slot 1 shows (a pawn of the side that just moved, gone from
-/// its start square and two ranks on). `None` when the planes are not a
-/// legal position.
+/// its start square and two ranks on). `None` for another input format
+/// than the classical one (whose side-to-move byte means something else),
+/// and when the planes are not a legal position.
 pub fn decode_position(record: &V6Record) -> Option<shakmaty::Chess> {
+    if record.input_format != CLASSICAL_INPUT {
+        return None;
+    }
     const ROLES: [Role; 6] = [Role::Pawn, Role::Knight, Role::Bishop, Role::Rook, Role::Queen, Role::King];
     let black = record.side_to_move_or_enpassant == 1;
     let us = if black { shakmaty::Color::Black } else { shakmaty::Color::White };

@@ -2,11 +2,13 @@
 //! rescore`): a position in the tables has a known result under the
 //! 50-move rule, and so has every position of the game before it.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use shakmaty::Position;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{EnPassantMode, Position};
 use shakmaty_syzygy::{AmbiguousWdl, Tablebase};
 
 use super::planes::decode_position;
@@ -36,18 +38,38 @@ impl Tables {
     /// Opens the tables (`.rtbw` with their `.rtbz`) of each folder.
     ///
     /// # Errors
-    /// A folder cannot be read, or holds no table.
+    /// A folder cannot be read, holds no table, or holds WDL tables
+    /// without their DTZ tables (a probe needs both).
     pub fn open(folders: &[PathBuf]) -> Result<Tables, String> {
         let mut tablebase = Tablebase::new();
         let mut files = 0;
+        let (mut wdl, mut dtz) = (BTreeSet::new(), BTreeSet::new());
         for folder in folders {
-            files += tablebase
-                .add_directory(folder)
-                .map_err(|e| format!("cannot read the tablebase folder {}: {e}", folder.display()))?;
+            let unreadable = |e: std::io::Error| format!("cannot read the tablebase folder {}: {e}", folder.display());
+            files += tablebase.add_directory(folder).map_err(unreadable)?;
+            for entry in std::fs::read_dir(folder).map_err(unreadable)? {
+                let name = entry.map_err(unreadable)?.file_name().to_string_lossy().into_owned();
+                if let Some(table) = name.strip_suffix(".rtbw") {
+                    wdl.insert(table.to_string());
+                } else if let Some(table) = name.strip_suffix(".rtbz") {
+                    dtz.insert(table.to_string());
+                }
+            }
         }
+        let names = || folders.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
         if files == 0 {
-            let names: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
-            return Err(format!("no Syzygy table (.rtbw/.rtbz) in {}", names.join(", ")));
+            return Err(format!("no Syzygy table (.rtbw/.rtbz) in {}", names()));
+        }
+        let without_dtz: Vec<&String> = wdl.difference(&dtz).collect();
+        if !without_dtz.is_empty() {
+            let listed: Vec<&str> = without_dtz.iter().take(8).map(|t| t.as_str()).collect();
+            return Err(format!(
+                "{} WDL tables in {} have no DTZ table (.rtbz) beside them ({}{}): rescoring needs both",
+                without_dtz.len(),
+                names(),
+                listed.join(", "),
+                if without_dtz.len() > listed.len() { ", ..." } else { "" }
+            ));
         }
         Ok(Tables { tablebase, files })
     }
@@ -66,6 +88,13 @@ impl Tables {
     /// many pieces, castling rights, a table missing, or a result that
     /// DTZ rounding leaves in doubt.
     pub fn probe(&self, position: &shakmaty::Chess) -> Option<TablebaseVerdict> {
+        self.probe_with(position, &mut HashMap::new())
+    }
+
+    /// [`Tables::probe`], with the lengths of the lines already followed
+    /// (by position) to reuse: a game's later positions usually lie on an
+    /// earlier one's line.
+    fn probe_with(&self, position: &shakmaty::Chess, lines: &mut HashMap<Zobrist64, u32>) -> Option<TablebaseVerdict> {
         if position.board().occupied().count() > self.max_pieces() || position.castles().any() {
             return None;
         }
@@ -75,21 +104,35 @@ impl Tables {
             AmbiguousWdl::Draw | AmbiguousWdl::CursedWin | AmbiguousWdl::BlessedLoss => 0,
             AmbiguousWdl::MaybeWin | AmbiguousWdl::MaybeLoss => return None,
         };
-        let plies_to_end = if result == 0 { None } else { Some(self.line_length(position)?) };
+        let plies_to_end = if result == 0 { None } else { Some(self.line_length(position, lines)?) };
         Some(TablebaseVerdict { result, plies_to_end })
     }
 
-    /// Plies to mate along the tables' best moves.
-    fn line_length(&self, position: &shakmaty::Chess) -> Option<u32> {
+    /// Plies to mate along the tables' best moves; every position met is
+    /// remembered in `lines` with its own distance.
+    fn line_length(&self, position: &shakmaty::Chess, lines: &mut HashMap<Zobrist64, u32>) -> Option<u32> {
         let mut position = position.clone();
-        for plies in 0..MAX_LINE {
-            if position.is_checkmate() {
-                return Some(plies as u32);
+        let mut met = Vec::new();
+        let mut length = None;
+        for plies in 0..MAX_LINE as u32 {
+            let key = position.zobrist_hash::<Zobrist64>(EnPassantMode::Legal);
+            if let Some(&known) = lines.get(&key) {
+                length = Some(plies + known);
+                break;
             }
+            if position.is_checkmate() {
+                length = Some(plies);
+                break;
+            }
+            met.push(key);
             let (m, _) = self.tablebase.best_move(&position).ok()??;
             position = position.play(m).ok()?;
         }
-        None
+        let length = length?;
+        for (plies, key) in met.into_iter().enumerate() {
+            lines.insert(key, length - plies as u32);
+        }
+        Some(length)
     }
 }
 
@@ -102,8 +145,9 @@ impl Tables {
 /// position after the first that the tables cannot judge follows the one
 /// before it. Drawn positions keep their plies left.
 pub fn rescore_game(records: &mut [V6Record], tables: &Tables) -> (usize, usize) {
+    let mut lines = HashMap::new();
     let verdicts: Vec<Option<TablebaseVerdict>> =
-        records.iter().map(|record| decode_position(record).and_then(|p| tables.probe(&p))).collect();
+        records.iter().map(|record| decode_position(record).and_then(|p| tables.probe_with(&p, &mut lines))).collect();
     let Some(first) = verdicts.iter().position(Option::is_some) else { return (0, 0) };
     let mut settled: Vec<(i8, Option<u32>)> = vec![(0, None); records.len()];
     let anchor = verdicts[first].expect("found above");
@@ -122,11 +166,16 @@ pub fn rescore_game(records: &mut [V6Record], tables: &Tables) -> (usize, usize)
         };
     }
     let (mut results_changed, mut plies_changed) = (0, 0);
-    for (record, (result, plies)) in records.iter_mut().zip(settled) {
+    let last = records.len() - 1;
+    for (i, (record, (result, plies))) in records.iter_mut().zip(settled).enumerate() {
         let result_q = f32::from(result);
         let result_d = if result == 0 { 1.0 } else { 0.0 };
         if (record.result_q, record.result_d) != (result_q, result_d) {
             results_changed += 1;
+            // The last move's value is the game's result, as conversion writes it.
+            if i == last && record.played_q == record.result_q {
+                record.played_q = result_q;
+            }
             record.result_q = result_q;
             record.result_d = result_d;
         }
@@ -149,6 +198,13 @@ pub fn rescored_path(path: &Path) -> PathBuf {
 /// Whether `path` is a rescored twin (never an input).
 pub fn is_rescored(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.to_string_lossy().ends_with("_rescored.gz"))
+}
+
+/// `files` without the originals whose rescored twin is among them: what
+/// `dedup` and `pack` read after a `rescore` without `--replace`.
+pub fn prefer_rescored(files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let twins: BTreeSet<PathBuf> = files.iter().filter(|f| is_rescored(f)).cloned().collect();
+    files.into_iter().filter(|f| is_rescored(f) || !twins.contains(&rescored_path(f))).collect()
 }
 
 /// How `rescore_files` treats its inputs.
@@ -249,11 +305,8 @@ fn rescore_file(path: &Path, tables: &Tables, options: RescoreOptions) -> Result
         return Err(format!("{} does not read back as written; the original is kept", twin.display()));
     }
     if options.replace {
-        std::fs::rename(&twin, path).map_err(|e| format!("cannot move {} over its original: {e}", twin.display()))?;
-        let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::File::open(folder)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| format!("cannot sync {}: {e}", folder.display()))?;
+        crate::rename_durably(&twin, path)
+            .map_err(|e| format!("cannot move {} over its original: {e}", twin.display()))?;
     }
     Ok(Some(FileRescored { records: records.len() as u64, results_changed, plies_changed }))
 }
