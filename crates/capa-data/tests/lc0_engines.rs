@@ -275,3 +275,32 @@ fn finish_games_keeps_a_game_whole_when_its_moves_follow_the_tags_directly() {
     assert!(finished[0].moves.len() > 2 && finished[0].moves[..2].iter().map(|m| &m.san).eq(["Kg4", "Kf2"]));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn only_termination_and_include_draws_choose_the_games_played_out() {
+    let text = "[Event \"drawn\"]\n[FEN \"r7/8/8/4k3/8/8/8/R3K3 w - - 0 1\"]\n[Result \"1/2-1/2\"]\n\
+                [Termination \"adjudication\"]\n\n1/2-1/2\n\n\
+                [Event \"flagged\"]\n[FEN \"8/8/8/8/8/5k2/8/4QK2 b - - 0 60\"]\n[Result \"1-0\"]\n\
+                [Termination \"time forfeit\"]\n\n1-0\n";
+    let dir = tempdir("finish-choice");
+    let input = dir.join("two.pgn");
+    std::fs::write(&input, text).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let outcomes = |settings: &lc0::FinishSettings, name: &str| {
+        let mut outcomes = Vec::new();
+        lc0::finish_files(&[(input.clone(), dir.join(name))], settings, &pool, |event| {
+            if let lc0::FinishEvent::Game(_, _, outcome) = event {
+                outcomes.push(matches!(outcome, lc0::FinishOutcome::Concluded { .. }));
+            }
+        })
+        .unwrap();
+        outcomes
+    };
+    let base = finish_settings(4);
+    assert_eq!(outcomes(&base, "default.pgn"), [false, false], "a drawn adjudication, another termination");
+    let draws = lc0::FinishSettings { include_draws: true, ..base.clone() };
+    assert_eq!(outcomes(&draws, "draws.pgn"), [true, false]);
+    let forfeits = lc0::FinishSettings { terminations: vec!["Time Forfeit".into()], ..base };
+    assert_eq!(outcomes(&forfeits, "forfeits.pgn"), [false, true]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
