@@ -607,11 +607,9 @@ fn finish_games(args: &FinishArgs) -> Result<()> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} games {msg} [{elapsed} < {eta}]").expect("a valid template"),
     );
     let mut shown = 0;
-    let mut tally = lc0::FinishSummary::default();
     let summary = lc0::finish_files(&files, &settings, &pool, |event| match event {
-        lc0::FinishEvent::Game(path, game, outcome) => {
+        lc0::FinishEvent::Game(path, game, outcome, tally) => {
             bar.inc(1);
-            tally.add(outcome);
             if let lc0::FinishOutcome::Unplayable(reason) | lc0::FinishOutcome::EngineFailed(reason) = outcome
                 && (args.verbose || shown < SHOWN_SKIPS)
             {

@@ -171,7 +171,7 @@ fn finish_games_plays_adjudicated_games_to_a_real_end_and_copies_the_rest() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let mut events = Vec::new();
     let summary = lc0::finish_files(&[(source.clone(), output.clone())], &settings, &pool, |event| {
-        if let lc0::FinishEvent::Game(_, game, outcome) = event {
+        if let lc0::FinishEvent::Game(_, game, outcome, _) = event {
             events.push((game.number, outcome.clone()));
         }
     })
@@ -289,7 +289,7 @@ fn only_termination_and_include_draws_choose_the_games_played_out() {
     let outcomes = |settings: &lc0::FinishSettings, name: &str| {
         let mut outcomes = Vec::new();
         lc0::finish_files(&[(input.clone(), dir.join(name))], settings, &pool, |event| {
-            if let lc0::FinishEvent::Game(_, _, outcome) = event {
+            if let lc0::FinishEvent::Game(_, _, outcome, _) = event {
                 outcomes.push(matches!(outcome, lc0::FinishOutcome::Concluded { .. }));
             }
         })

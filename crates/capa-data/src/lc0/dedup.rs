@@ -65,9 +65,7 @@ impl DedupJob {
     /// The path of the `number`-th output file (from 0):
     /// `<output_dir>/<name>-<k>/chunk_NNNNNN.gz`.
     pub fn chunk_path(&self, number: u64) -> PathBuf {
-        self.output_dir
-            .join(format!("{}-{}", self.name, number / self.files_per_dir.max(1)))
-            .join(format!("chunk_{number:06}.gz"))
+        super::numbered_path(&self.output_dir, &self.name, self.files_per_dir, "chunk", number)
     }
 }
 
@@ -232,8 +230,6 @@ struct Entry {
     sums: Option<Box<Sums>>,
     /// Occurrences merged.
     count: u32,
-    /// The next entry whose key has the same hash.
-    next: Option<usize>,
 }
 
 /// The sums a mean is taken of, in f64.
@@ -273,8 +269,8 @@ impl Sums {
 #[derive(Default)]
 struct Window {
     entries: Vec<Entry>,
-    /// A key's hash to the first entry with it.
-    heads: HashMap<u64, usize>,
+    /// A key's hash to the entries with it.
+    by_hash: HashMap<u64, Vec<usize>>,
 }
 
 fn key_hash(record: &V6Record) -> u64 {
@@ -300,11 +296,9 @@ fn same_legal_moves(a: &V6Record, b: &V6Record) -> bool {
 
 impl Window {
     fn add(&mut self, record: V6Record) -> Added {
-        let hash = key_hash(&record);
+        let same_hash = self.by_hash.entry(key_hash(&record)).or_default();
         let mut key_held = false;
-        let mut at = self.heads.get(&hash).copied();
-        let mut last = None;
-        while let Some(index) = at {
+        for &index in same_hash.iter() {
             let entry = &mut self.entries[index];
             if same_key(&entry.record, &record) {
                 if same_legal_moves(&entry.record, &record) {
@@ -314,24 +308,16 @@ impl Window {
                 }
                 key_held = true;
             }
-            last = Some(index);
-            at = entry.next;
         }
-        let index = self.entries.len();
-        self.entries.push(Entry { record, sums: None, count: 1, next: None });
-        match last {
-            Some(last) => self.entries[last].next = Some(index),
-            None => {
-                self.heads.insert(hash, index);
-            }
-        }
+        same_hash.push(self.entries.len());
+        self.entries.push(Entry { record, sums: None, count: 1 });
         if key_held { Added::Apart } else { Added::New }
     }
 
     /// The entries in first-seen order, merged values replaced by their
     /// means; the window is left empty.
     fn drain(&mut self) -> impl Iterator<Item = V6Record> + '_ {
-        self.heads.clear();
+        self.by_hash.clear();
         self.entries.drain(..).map(|entry| {
             let mut record = entry.record;
             if let Some(sums) = entry.sums {

@@ -85,8 +85,7 @@ pub struct FinishSummary {
 }
 
 impl FinishSummary {
-    /// Counts one game.
-    pub fn add(&mut self, outcome: &FinishOutcome) {
+    fn add(&mut self, outcome: &FinishOutcome) {
         self.games += 1;
         match outcome {
             FinishOutcome::NotChosen | FinishOutcome::AlreadyOver => self.unchanged += 1,
@@ -105,8 +104,9 @@ impl FinishSummary {
 
 /// What [`finish_files`] reports as it goes.
 pub enum FinishEvent<'a> {
-    /// A game is done: its input, the game, what happened.
-    Game(&'a Path, &'a SourceGame, &'a FinishOutcome),
+    /// A game is done: its input, the game, what happened, and the totals
+    /// so far.
+    Game(&'a Path, &'a SourceGame, &'a FinishOutcome, &'a FinishSummary),
     /// An output file is complete (renamed from its `.partial`).
     FileDone(&'a Path),
 }
@@ -167,13 +167,7 @@ pub fn finish_files(
         let mut read = 0;
         loop {
             let wanted = settings.limit.map_or(batch_size as u64, |limit| (limit - read).min(batch_size as u64));
-            let mut batch = Vec::with_capacity(wanted as usize);
-            while (batch.len() as u64) < wanted {
-                match reader.next_game().map_err(read_error)? {
-                    Some(game) => batch.push(game),
-                    None => break,
-                }
-            }
+            let batch = reader.next_games(wanted).map_err(read_error)?;
             if batch.is_empty() {
                 break;
             }
@@ -183,7 +177,7 @@ pub fn finish_files(
             for (game, (text, outcome)) in batch.iter().zip(finished) {
                 out.write_all(&text).map_err(write_error)?;
                 summary.add(&outcome);
-                report(FinishEvent::Game(input, game, &outcome));
+                report(FinishEvent::Game(input, game, &outcome, &summary));
             }
         }
         let file = out.into_inner().map_err(|e| write_error(e.into_error()))?;

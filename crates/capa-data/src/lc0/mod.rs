@@ -94,10 +94,14 @@ pub struct ConvertJob {
 impl ConvertJob {
     /// The path of the `number`-th game file (from 0).
     pub fn game_path(&self, number: u64) -> PathBuf {
-        self.output_dir
-            .join(format!("{}-{}", self.name, number / self.files_per_dir.max(1)))
-            .join(format!("game_{number:06}.gz"))
+        numbered_path(&self.output_dir, &self.name, self.files_per_dir, "game", number)
     }
+}
+
+/// `<output_dir>/<name>-<k>/<stem>_NNNNNN.gz`: the `number`-th file (from
+/// 0) of folders holding `files_per_dir` files each, as Lc0 lays them out.
+fn numbered_path(output_dir: &Path, name: &str, files_per_dir: u64, stem: &str, number: u64) -> PathBuf {
+    output_dir.join(format!("{name}-{}", number / files_per_dir.max(1))).join(format!("{stem}_{number:06}.gz"))
 }
 
 /// What a conversion did.
@@ -204,13 +208,7 @@ pub fn convert_files(
         let mut reader = PgnReader::new(open_pgn(path).map_err(read_error)?);
         loop {
             let wanted = job.max_games.map_or(BATCH as u64, |max| (max - summary.games_written).min(BATCH as u64));
-            let mut batch = Vec::with_capacity(wanted as usize);
-            while (batch.len() as u64) < wanted {
-                match reader.next_game().map_err(read_error)? {
-                    Some(game) => batch.push(game),
-                    None => break,
-                }
-            }
+            let batch = reader.next_games(wanted).map_err(read_error)?;
             if batch.is_empty() {
                 break;
             }

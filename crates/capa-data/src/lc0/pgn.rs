@@ -108,6 +108,21 @@ impl<R: BufRead> PgnReader<R> {
         Ok(Some(line))
     }
 
+    /// Up to `count` next games; fewer only at the end of the stream.
+    ///
+    /// # Errors
+    /// As [`PgnReader::next_game`].
+    pub fn next_games(&mut self, count: u64) -> io::Result<Vec<SourceGame>> {
+        let mut games = Vec::with_capacity(count.min(1 << 12) as usize);
+        while (games.len() as u64) < count {
+            match self.next_game()? {
+                Some(game) => games.push(game),
+                None => break,
+            }
+        }
+        Ok(games)
+    }
+
     /// The next game, `None` at the end of the stream.
     ///
     /// # Errors
