@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use capa_rules::{Color, Game};
 
-use crate::record::{Ending, GameRecord};
+use crate::record::GameRecord;
 
 /// The game as one PGN game (tags, movetext, result), ending with a blank line.
 pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> String {
@@ -29,10 +29,7 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
         ));
         position.play(m);
     }
-    let termination = match record.ending {
-        Ending::Resignation => "resignation".to_string(),
-        Ending::Rules(termination) => termination.to_string(),
-    };
+    let termination = record.ending.to_string();
     let tags = PgnTags { event, site: "capa self-play", round, white: &record.network, black: &record.network };
     write_pgn(&tags, &record.start, &record.moves, &comments, record.winner, &termination)
 }
@@ -150,7 +147,7 @@ mod tests {
     use capa_rules::{Game, Termination};
 
     use super::*;
-    use crate::record::{PlyRecord, Resignation, SearchValues};
+    use crate::record::{Ending, PlyRecord, Resignation, SearchValues};
 
     #[test]
     fn centipawns_and_back() {

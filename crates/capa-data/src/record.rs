@@ -52,10 +52,12 @@ pub enum Ending {
     Rules(Termination),
     /// The loser resigned.
     Resignation,
+    /// Won on material at the ply cap (the trainer's `game.ply_cap_win_margin`).
+    Adjudication,
 }
 
 impl Ending {
-    const ALL: [Ending; 7] = [
+    const ALL: [Ending; 8] = [
         Ending::Rules(Termination::Checkmate),
         Ending::Rules(Termination::Stalemate),
         Ending::Rules(Termination::FiftyMoveRule),
@@ -63,6 +65,7 @@ impl Ending {
         Ending::Rules(Termination::InsufficientMaterial),
         Ending::Rules(Termination::PlyCap),
         Ending::Resignation,
+        Ending::Adjudication,
     ];
 
     pub(crate) fn code(self) -> u8 {
@@ -79,6 +82,7 @@ impl std::fmt::Display for Ending {
         match self {
             Ending::Rules(termination) => termination.fmt(f),
             Ending::Resignation => f.write_str("resignation"),
+            Ending::Adjudication => f.write_str("adjudication"),
         }
     }
 }

@@ -278,6 +278,12 @@ impl Game for Chess {
         self.pos.is_check()
     }
 
+    fn material(&self, color: Color) -> u32 {
+        let side = self.pos.board().material_side(shakmaty_color(color));
+        let value = [(side.pawn, 1), (side.knight, 3), (side.bishop, 3), (side.rook, 5), (side.queen, 9)];
+        value.into_iter().map(|(count, pawns)| u32::from(count) * pawns).sum()
+    }
+
     #[inline]
     fn hash(&self) -> u64 {
         self.hash.0

@@ -256,6 +256,11 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// Whether the side to move is in check.
     fn is_check(&self) -> bool;
 
+    /// The conventional value of `color`'s pieces, in pawns: pawn 1, knight
+    /// and bishop 3, rook 5, archbishop 7, chancellor 8, queen 9, king 0.
+    /// For adjudicating games that reach a ply cap, not for search.
+    fn material(&self, color: Color) -> u32;
+
     /// Zobrist hash of pieces, side to move, castling rights and en passant;
     /// updated incrementally by `play`.
     fn hash(&self) -> u64;

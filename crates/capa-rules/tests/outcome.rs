@@ -130,3 +130,18 @@ fn result_for_either_player() {
     assert_eq!(mate.result_for(White, Black), GameResult::Win);
     assert_eq!(Outcome::draw(Termination::Stalemate).result_for(White, Black), GameResult::Draw);
 }
+
+#[test]
+fn material_in_pawns() {
+    use capa_rules::Color::{Black, White};
+    // Ten pawns, two knights, two bishops, two rooks, archbishop 7, chancellor 8, queen 9.
+    let start = Capablanca::startpos();
+    assert_eq!((start.material(White), start.material(Black)), (56, 56));
+    let chess = Chess::startpos();
+    assert_eq!((chess.material(White), chess.material(Black)), (39, 39));
+    // White: chancellor and pawn; black: archbishop and knight. Kings count nothing.
+    let capa = Capablanca::from_fen("k9/1p8/10/10/10/10/1P8/1C1A4nK w - - 0 1").unwrap();
+    assert_eq!((capa.material(White), capa.material(Black)), (16, 4));
+    let chess = Chess::from_fen("4k3/8/8/8/8/8/3PP3/3QK2r w - - 0 1").unwrap();
+    assert_eq!((chess.material(White), chess.material(Black)), (11, 5));
+}

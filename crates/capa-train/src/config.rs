@@ -96,13 +96,16 @@ pub enum RunMode {
 pub struct GameSection {
     /// `capablanca` or `chess`.
     pub name: GameKind,
-    /// Plies after which a game is adjudicated a draw.
+    /// Plies after which a self-play game is adjudicated.
     pub ply_cap: u32,
+    /// At the ply cap, the side ahead by at least this many pawns of
+    /// material ([`capa_rules::Game::material`]) wins; 0: always a draw.
+    pub ply_cap_win_margin: u32,
 }
 
 impl Default for GameSection {
     fn default() -> GameSection {
-        GameSection { name: GameKind::Capablanca, ply_cap: 400 }
+        GameSection { name: GameKind::Capablanca, ply_cap: 400, ply_cap_win_margin: 0 }
     }
 }
 
@@ -490,8 +493,9 @@ impl RunConfig {
         let fail = |key: &str, message: String| Err((key.to_string(), message));
         let s = &self.selfplay;
         let unit = |v: f32| (0.0..=1.0).contains(&v);
-        let checks: [(&str, bool, String); 17] = [
+        let checks: [(&str, bool, String); 18] = [
             ("game.ply_cap", (1..=10_000).contains(&self.game.ply_cap), "must be 1 to 10000".into()),
+            ("game.ply_cap_win_margin", self.game.ply_cap_win_margin <= 100, "must be 0 to 100".into()),
             ("selfplay.games", s.games >= 1, "must be at least 1".into()),
             ("selfplay.simulations", (1..=1_000_000).contains(&s.simulations), "must be 1 to 1000000".into()),
             (

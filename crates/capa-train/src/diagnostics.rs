@@ -12,7 +12,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use burn::prelude::*;
-use capa_data::Ending;
 use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, GameKind, NetGame, burn, load_net, losses, with_backend};
 use capa_rules::Color;
 use capa_rules::capablanca::Capablanca;
@@ -94,10 +93,7 @@ fn summarise<G: NetGame>(config: &RunConfig, dir: &RunDir) -> Result<BufferStats
             None => 1,
             Some(Color::Black) => 2,
         }] += 1;
-        let ending = match record.ending {
-            Ending::Resignation => "resignation".to_string(),
-            Ending::Rules(termination) => termination.to_string(),
-        };
+        let ending = record.ending.to_string();
         *stats.endings.entry(ending).or_default() += 1;
         lengths.push(record.moves.len());
         let mut turn = record.start.turn();

@@ -152,7 +152,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
         let Resumed { mut trainer, first_iteration, mut network, curriculum_elo: resumed_elo } =
             start_trainer::<B>(config, dir, &device)?;
         let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
-        let settings = SelfPlaySettings::new(&config.selfplay, config.game.ply_cap);
+        let settings = SelfPlaySettings::new(&config.selfplay, &config.game);
         // Workers play their own games: the curriculum is the trainer's.
         let mut curriculum =
             if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, resumed_elo)? } else { None };

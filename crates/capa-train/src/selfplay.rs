@@ -10,9 +10,9 @@ use capa_mcts::{
     DirichletNoise, EvalError, Evaluations, Evaluator, LeafRequest, Limits, PlayoutCap, Rng, SearchParams,
     SearchResult, Temperature, Tree, search_many,
 };
-use capa_rules::{Color, Game, GameResult, History};
+use capa_rules::{Color, Game, GameResult, History, Termination};
 
-use crate::config::SelfPlaySection;
+use crate::config::{GameSection, SelfPlaySection};
 use crate::curriculum::{Curriculum, engine_color};
 
 /// How games are played, from the `[selfplay]` and `[game]` sections.
@@ -24,8 +24,10 @@ pub struct SelfPlaySettings {
     pub cap: PlayoutCap,
     /// How randomly moves are chosen.
     pub temperature: Temperature,
-    /// Plies after which a game is a draw.
+    /// Plies after which a game is adjudicated.
     pub ply_cap: u32,
+    /// At the ply cap, a material lead of this many pawns wins (0: a draw).
+    pub ply_cap_win_margin: u32,
     /// Resign below this expected score (0: never).
     pub resign_threshold: f32,
     /// Share of games never resigned.
@@ -37,8 +39,8 @@ pub struct SelfPlaySettings {
 }
 
 impl SelfPlaySettings {
-    /// The settings a config section describes.
-    pub fn new(section: &SelfPlaySection, ply_cap: u32) -> SelfPlaySettings {
+    /// The settings the config's sections describe.
+    pub fn new(section: &SelfPlaySection, game: &GameSection) -> SelfPlaySettings {
         let noise = (section.dirichlet_epsilon > 0.0)
             .then_some(DirichletNoise { alpha: section.dirichlet_alpha, epsilon: section.dirichlet_epsilon });
         let params = SearchParams {
@@ -66,7 +68,8 @@ impl SelfPlaySettings {
             params,
             cap,
             temperature,
-            ply_cap,
+            ply_cap: game.ply_cap,
+            ply_cap_win_margin: game.ply_cap_win_margin,
             resign_threshold: section.resign_threshold,
             resign_disabled_fraction: section.resign_disabled_fraction,
             concurrent: concurrent as usize,
@@ -177,7 +180,7 @@ where
     }
     for (tree, slot) in trees.iter_mut().zip(&mut slots) {
         let slot = slot.as_mut().expect("just started");
-        if engine_moves(tree, slot, curriculum.as_deref_mut())?.is_some() {
+        if engine_moves(tree, slot, curriculum.as_deref_mut(), settings)?.is_some() {
             bail!("a game ended before the network's first move");
         }
         let (limits, full) = settings.cap.draw(&mut slot.rng);
@@ -194,7 +197,7 @@ where
             stats.playouts += u64::from(result.playouts);
             let mut ended = match advance(tree, slot, &result, settings)? {
                 Some(ended) => Some(ended),
-                None => engine_moves(tree, slot, curriculum.as_deref_mut())?,
+                None => engine_moves(tree, slot, curriculum.as_deref_mut(), settings)?,
             };
             // A finished game makes room for the next, which may open with
             // the engine's move (and, in principle, end there).
@@ -212,7 +215,7 @@ where
                 on_game(index, record)?;
                 if let Some((slot, _)) = start_game(Some(tree))? {
                     let slot = slots[i].insert(slot);
-                    ended = engine_moves(tree, slot, curriculum.as_deref_mut())?;
+                    ended = engine_moves(tree, slot, curriculum.as_deref_mut(), settings)?;
                 }
             }
             if stop.load(Ordering::Relaxed) {
@@ -243,6 +246,7 @@ fn engine_moves<G: Game>(
     tree: &mut Tree<G>,
     slot: &mut Slot,
     mut curriculum: Option<&mut Curriculum>,
+    settings: &SelfPlaySettings,
 ) -> Result<Option<Ended>> {
     let Some(color) = slot.engine else { return Ok(None) };
     while tree.history().current().turn() == color && tree.history().outcome().is_none() {
@@ -251,12 +255,21 @@ fn engine_moves<G: Game>(
         slot.plies.push(ply);
         tree.advance(m).map_err(|e| anyhow!("{e}"))?;
     }
-    Ok(outcome(tree.history()))
+    Ok(outcome(tree.history(), settings.ply_cap_win_margin))
 }
 
-/// How the game ended, if it did.
-fn outcome<G: Game>(history: &History<G>) -> Option<Ended> {
-    history.outcome().map(|outcome| (outcome.winner(history.current().turn()), Ending::Rules(outcome.reason)))
+/// How the game ended, if it did. At the ply cap, a lead of `win_margin`
+/// pawns of material or more wins (when the margin is not 0).
+fn outcome<G: Game>(history: &History<G>, win_margin: u32) -> Option<Ended> {
+    let outcome = history.outcome()?;
+    if outcome.reason == Termination::PlyCap && win_margin > 0 {
+        let position = history.current();
+        let (white, black) = (position.material(Color::White), position.material(Color::Black));
+        if white.abs_diff(black) >= win_margin {
+            return Some((Some(if white > black { Color::White } else { Color::Black }), Ending::Adjudication));
+        }
+    }
+    Some((outcome.winner(history.current().turn()), Ending::Rules(outcome.reason)))
 }
 
 /// Records the search of this ply, plays the chosen move, and says whether
@@ -291,7 +304,7 @@ fn advance<G: Game>(
     let temperature = settings.temperature.at(ply);
     let m = result.choose(temperature, &mut slot.rng).expect("a best move exists");
     tree.advance(m).map_err(|e| anyhow!("{e}"))?;
-    Ok(outcome(tree.history()))
+    Ok(outcome(tree.history(), settings.ply_cap_win_margin))
 }
 
 /// The finished game's record.
@@ -359,5 +372,28 @@ impl<G: Game, E: Evaluator<G>> Evaluator<G> for Timed<'_, E> {
         let result = self.inner.evaluate(batch, out);
         self.nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use capa_rules::capablanca::Capablanca;
+
+    use super::*;
+
+    #[test]
+    fn the_ply_cap_adjudicates_by_material_margin() {
+        // White has a chancellor (8 pawns) against a bare king; one ply reaches the cap.
+        let start = Capablanca::from_fen("k9/10/10/10/10/10/10/1C7K w - - 0 1").unwrap();
+        let mut history = History::new(start.clone()).with_ply_cap(1);
+        history.play(start.parse_uci("j1i1").unwrap());
+        let capped = Some((None, Ending::Rules(Termination::PlyCap)));
+        assert_eq!(outcome(&history, 0), capped);
+        assert_eq!(outcome(&history, 9), capped);
+        assert_eq!(outcome(&history, 8), Some((Some(Color::White), Ending::Adjudication)));
+        // Any other ending stands as the rules say.
+        let mate = Capablanca::from_fen("k1C7/10/1K8/10/10/10/10/10 b - - 0 1").unwrap();
+        let history = History::new(mate).with_ply_cap(1);
+        assert_eq!(outcome(&history, 1), Some((Some(Color::White), Ending::Rules(Termination::Checkmate))));
     }
 }

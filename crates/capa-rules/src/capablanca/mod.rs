@@ -808,6 +808,10 @@ impl Game for Capablanca {
         !self.checkers().is_empty()
     }
 
+    fn material(&self, color: Color) -> u32 {
+        Role::ALL.into_iter().map(|role| role.value() * self.pieces(color, role).count() as u32).sum()
+    }
+
     #[inline]
     fn hash(&self) -> u64 {
         self.hash

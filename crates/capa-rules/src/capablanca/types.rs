@@ -257,6 +257,19 @@ impl Role {
         }
     }
 
+    /// The conventional value in pawns (the king 0): see [`Game::material`](crate::Game::material).
+    pub const fn value(self) -> u32 {
+        match self {
+            Role::Pawn => 1,
+            Role::Knight | Role::Bishop => 3,
+            Role::Rook => 5,
+            Role::Archbishop => 7,
+            Role::Chancellor => 8,
+            Role::Queen => 9,
+            Role::King => 0,
+        }
+    }
+
     /// The role of a FEN letter, either case.
     pub fn from_char(c: char) -> Option<Role> {
         Role::ALL.into_iter().find(|r| r.char() == c.to_ascii_lowercase())
