@@ -385,7 +385,7 @@ mod tests {
     fn the_ply_cap_adjudicates_by_material_margin() {
         // White has a chancellor (8 pawns) against a bare king; one ply reaches the cap.
         let start = Capablanca::from_fen("k9/10/10/10/10/10/10/1C7K w - - 0 1").unwrap();
-        let mut history = History::new(start.clone()).with_ply_cap(1);
+        let mut history = History::new(start).with_ply_cap(1);
         history.play(start.parse_uci("j1i1").unwrap());
         let capped = Some((None, Ending::Rules(Termination::PlyCap)));
         assert_eq!(outcome(&history, 0), capped);
