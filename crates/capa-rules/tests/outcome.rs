@@ -139,7 +139,7 @@ fn material_in_pawns() {
     assert_eq!((start.material(White), start.material(Black)), (56, 56));
     let chess = Chess::startpos();
     assert_eq!((chess.material(White), chess.material(Black)), (39, 39));
-    // White: chancellor and pawn; black: archbishop and knight. Kings count nothing.
+    // White: chancellor, archbishop and pawn; black: knight and pawn. Kings count nothing.
     let capa = Capablanca::from_fen("k9/1p8/10/10/10/10/1P8/1C1A4nK w - - 0 1").unwrap();
     assert_eq!((capa.material(White), capa.material(Black)), (16, 4));
     let chess = Chess::from_fen("4k3/8/8/8/8/8/3PP3/3QK2r w - - 0 1").unwrap();
