@@ -58,11 +58,12 @@ enum Command {
     ///
     /// The network decides the game (announced as `UCI_Variant`). Options:
     /// Threads (sizes the thread pool when the network first loads), MultiPV,
-    /// UCI_ShowWDL, CPuct, Contempt (draw aversion, -1 to 1), Temperature
-    /// (0 plays the most visited move), MinibatchSize (leaves per network
-    /// batch, 32), MoveOverhead (ms kept back from each
-    /// move's time), Backend and Device (the network reloads on the next
-    /// `isready` or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
+    /// UCI_ShowWDL, VerboseMoveStats (an `info string` per root move: prior,
+    /// visits, Q, D, M), CPuct, Contempt (draw aversion, -1 to 1),
+    /// Temperature (0 plays the most visited move), MinibatchSize (leaves
+    /// per network batch, 32), MoveOverhead (ms kept back from each move's
+    /// time), Backend and Device (the network reloads on the next `isready`
+    /// or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
     /// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
     /// Lines the engine cannot use are answered with `info string`.
     Uci {

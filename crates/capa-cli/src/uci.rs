@@ -70,6 +70,7 @@ struct Options {
     threads: usize,
     multipv: usize,
     show_wdl: bool,
+    verbose_move_stats: bool,
     cpuct: f32,
     contempt: f32,
     temperature: f32,
@@ -120,6 +121,7 @@ impl<G: NetGame> Engine<G> {
                 threads: std::thread::available_parallelism().map_or(1, usize::from),
                 multipv: 1,
                 show_wdl: false,
+                verbose_move_stats: false,
                 cpuct: defaults.cpuct,
                 contempt: defaults.contempt,
                 temperature: 0.0,
@@ -223,6 +225,7 @@ impl<G: NetGame> Engine<G> {
             format!("option name Threads type spin default {} min 1 max 1024", o.threads),
             format!("option name MultiPV type spin default {} min 1 max 500", o.multipv),
             format!("option name UCI_ShowWDL type check default {}", o.show_wdl),
+            format!("option name VerboseMoveStats type check default {}", o.verbose_move_stats),
             format!("option name CPuct type string default {}", o.cpuct),
             format!("option name Contempt type string default {}", o.contempt),
             format!("option name Temperature type string default {}", o.temperature),
@@ -252,6 +255,13 @@ impl<G: NetGame> Engine<G> {
                 format!("{what} takes a whole number from {} to {}, not `{value}`", range.start(), range.end())
             })
         };
+        let check = |what: &str| -> Result<bool> {
+            match value.to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => bail!("{what} is true or false, not `{value}`"),
+            }
+        };
         let before = self.options.clone();
         let o = &mut self.options;
         match name.to_ascii_lowercase().as_str() {
@@ -270,13 +280,8 @@ impl<G: NetGame> Engine<G> {
                 }
             }
             "multipv" => o.multipv = integer("MultiPV", 1..=500)?,
-            "uci_showwdl" => {
-                o.show_wdl = match value.to_ascii_lowercase().as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => bail!("UCI_ShowWDL is true or false, not `{value}`"),
-                }
-            }
+            "uci_showwdl" => o.show_wdl = check("UCI_ShowWDL")?,
+            "verbosemovestats" => o.verbose_move_stats = check("VerboseMoveStats")?,
             "cpuct" => {
                 o.cpuct = number("CPuct")?;
                 self.tree = None;
@@ -364,6 +369,7 @@ impl<G: NetGame> Engine<G> {
             output: Arc::clone(&self.output),
             multipv: self.options.multipv,
             show_wdl: self.options.show_wdl,
+            verbose_move_stats: self.options.verbose_move_stats,
             temperature: self.options.temperature,
             seed: self.searches,
         };
@@ -406,6 +412,7 @@ struct Search {
     output: Output,
     multipv: usize,
     show_wdl: bool,
+    verbose_move_stats: bool,
     temperature: f32,
     seed: u64,
 }
@@ -450,6 +457,13 @@ impl Search {
         if self.plan.infinite {
             while !self.stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        if self.verbose_move_stats
+            && let Some(result) = &last
+        {
+            for line in move_stats(result) {
+                let _ = say(&self.output, &line);
             }
         }
         let mut rng = Rng::new(self.seed);
@@ -507,6 +521,32 @@ impl Search {
             let _ = say(&self.output, &line);
         }
     }
+}
+
+/// One `info string` line per legal root move, in the result's order (best
+/// first), with what the search knows of it: the network's prior (after any
+/// root noise), the visits, and the mean values after it for the side to
+/// move. It shows why a move was searched or left alone.
+fn move_stats<G: Game>(result: &SearchResult<G>) -> Vec<String> {
+    result
+        .moves
+        .iter()
+        .map(|m| {
+            let proof = match m.proof {
+                Proof::Unknown => String::new(),
+                _ => format!(" proven {}", score(m)),
+            };
+            format!(
+                "info string {} visits {} prior {:.2}% q {:.3} d {:.3} m {:.1}{proof}",
+                m.mv,
+                m.visits,
+                100.0 * m.prior,
+                m.q,
+                m.d,
+                m.m
+            )
+        })
+        .collect()
 }
 
 /// A move's score in UCI terms: mate when proven, centipawns from Q otherwise.

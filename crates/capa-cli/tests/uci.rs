@@ -12,6 +12,7 @@ use capa_data::{Go, UciEngine, UciError, UciScore};
 use capa_net::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
+use capa_rules::{Game, MoveList};
 
 fn engine_command(net: &Path) -> String {
     format!("{} uci --net {}", env!("CARGO_BIN_EXE_capa"), net.display())
@@ -151,6 +152,26 @@ fn capa_uci_answers_garbage_and_stops_on_request() {
     let answer = engine.until("bestmove");
     assert_eq!(answer.last().unwrap().split_whitespace().nth(1), Some("d8h4"), "{answer:?}");
     assert!(answer.iter().any(|l| l.contains("score mate 1")), "{answer:?}");
+    // VerboseMoveStats: a line per legal move, the mate first, priors summing to 1.
+    engine.send(b"setoption name VerboseMoveStats value true");
+    engine.send(b"go nodes 64");
+    let answer = engine.until("bestmove");
+    let stats: Vec<&String> = answer.iter().filter(|l| l.contains(" prior ")).collect();
+    let mut position = Chess::startpos();
+    for uci in ["f2f3", "e7e5", "g2g4"] {
+        position.play(position.parse_uci(uci).unwrap());
+    }
+    let mut legal = MoveList::new();
+    position.legal_moves(&mut legal);
+    assert_eq!(stats.len(), legal.len(), "one line per legal move: {answer:?}");
+    assert!(stats[0].starts_with("info string d8h4 visits ") && stats[0].ends_with("proven mate 1"), "{stats:?}");
+    let prior_sum: f32 =
+        stats.iter().map(|l| l.split_whitespace().nth(6).unwrap().trim_end_matches('%').parse::<f32>().unwrap()).sum();
+    assert!((prior_sum - 100.0).abs() < 0.5, "{prior_sum}");
+    engine.send(b"setoption name VerboseMoveStats value maybe");
+    engine.send(b"isready");
+    let answer = engine.until("readyok");
+    assert!(answer.iter().any(|l| l.contains("VerboseMoveStats is true or false")), "{answer:?}");
 
     engine.send(b"position startpos moves e2e4");
     engine.send(b"go movetime 200");
