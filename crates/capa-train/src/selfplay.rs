@@ -180,7 +180,7 @@ where
     }
     for (tree, slot) in trees.iter_mut().zip(&mut slots) {
         let slot = slot.as_mut().expect("just started");
-        if engine_moves(tree, slot, curriculum.as_deref_mut(), settings)?.is_some() {
+        if engine_moves(tree, slot, curriculum.as_deref_mut(), settings.ply_cap_win_margin)?.is_some() {
             bail!("a game ended before the network's first move");
         }
         let (limits, full) = settings.cap.draw(&mut slot.rng);
@@ -197,7 +197,7 @@ where
             stats.playouts += u64::from(result.playouts);
             let mut ended = match advance(tree, slot, &result, settings)? {
                 Some(ended) => Some(ended),
-                None => engine_moves(tree, slot, curriculum.as_deref_mut(), settings)?,
+                None => engine_moves(tree, slot, curriculum.as_deref_mut(), settings.ply_cap_win_margin)?,
             };
             // A finished game makes room for the next, which may open with
             // the engine's move (and, in principle, end there).
@@ -215,7 +215,7 @@ where
                 on_game(index, record)?;
                 if let Some((slot, _)) = start_game(Some(tree))? {
                     let slot = slots[i].insert(slot);
-                    ended = engine_moves(tree, slot, curriculum.as_deref_mut(), settings)?;
+                    ended = engine_moves(tree, slot, curriculum.as_deref_mut(), settings.ply_cap_win_margin)?;
                 }
             }
             if stop.load(Ordering::Relaxed) {
@@ -241,12 +241,12 @@ where
 }
 
 /// Plays the curriculum engine's moves while it is its turn; how the game
-/// ended if it did.
+/// ended if it did (`win_margin` as in [`outcome`]).
 fn engine_moves<G: Game>(
     tree: &mut Tree<G>,
     slot: &mut Slot,
     mut curriculum: Option<&mut Curriculum>,
-    settings: &SelfPlaySettings,
+    win_margin: u32,
 ) -> Result<Option<Ended>> {
     let Some(color) = slot.engine else { return Ok(None) };
     while tree.history().current().turn() == color && tree.history().outcome().is_none() {
@@ -255,21 +255,21 @@ fn engine_moves<G: Game>(
         slot.plies.push(ply);
         tree.advance(m).map_err(|e| anyhow!("{e}"))?;
     }
-    Ok(outcome(tree.history(), settings.ply_cap_win_margin))
+    Ok(outcome(tree.history(), win_margin))
 }
 
 /// How the game ended, if it did. At the ply cap, a lead of `win_margin`
 /// pawns of material or more wins (when the margin is not 0).
 fn outcome<G: Game>(history: &History<G>, win_margin: u32) -> Option<Ended> {
     let outcome = history.outcome()?;
+    let position = history.current();
     if outcome.reason == Termination::PlyCap && win_margin > 0 {
-        let position = history.current();
         let (white, black) = (position.material(Color::White), position.material(Color::Black));
         if white.abs_diff(black) >= win_margin {
             return Some((Some(if white > black { Color::White } else { Color::Black }), Ending::Adjudication));
         }
     }
-    Some((outcome.winner(history.current().turn()), Ending::Rules(outcome.reason)))
+    Some((outcome.winner(position.turn()), Ending::Rules(outcome.reason)))
 }
 
 /// Records the search of this ply, plays the chosen move, and says whether
