@@ -38,13 +38,21 @@ impl MatchScore {
             / n
     }
 
-    /// The Elo difference the score implies, with its 95% interval (from
-    /// the per-game score's standard error), each clamped to +-1000.
+    /// The Elo difference the score implies, with its 95% interval, each
+    /// clamped to +-1000.
+    ///
+    /// The interval is Wilson's score interval with the observed per-game
+    /// variance in place of the binomial one (they agree when no game is
+    /// drawn), so that a one-sided result such as 10-0 still gets an
+    /// interval of honest width rather than none.
     pub fn elo(&self) -> (f64, f64, f64) {
+        const Z: f64 = 1.96;
         let n = f64::from(self.games().max(1));
         let s = self.fraction();
-        let margin = 1.96 * (self.variance() / n).sqrt();
-        (elo_difference(s), elo_difference(s - margin), elo_difference(s + margin))
+        let shrink = 1.0 + Z * Z / n;
+        let centre = (s + Z * Z / (2.0 * n)) / shrink;
+        let margin = Z / shrink * (self.variance() / n + Z * Z / (4.0 * n * n)).sqrt();
+        (elo_difference(s), elo_difference(centre - margin), elo_difference(centre + margin))
     }
 }
 
@@ -289,6 +297,13 @@ mod tests {
             assert!((elo_difference(expected_score(elo)) - elo).abs() < 1e-9);
         }
         assert_eq!(MatchScore::default().fraction(), 0.5);
+        // A clean sweep is not proof of infinite strength: Wilson's lower
+        // bound for 10 of 10 is 10 / (10 + 1.96^2) = 0.7224, +166 Elo.
+        let (elo, low, high) = MatchScore { wins: 10, draws: 0, losses: 0 }.elo();
+        assert_eq!((elo, high), (1000.0, 1000.0));
+        assert!((low - 166.0).abs() < 1.0, "{low}");
+        let (_, low, high) = MatchScore { wins: 0, draws: 4, losses: 0 }.elo();
+        assert!(low < -100.0 && high > 100.0, "{low} {high}");
     }
 
     #[test]
