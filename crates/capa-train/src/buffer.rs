@@ -45,19 +45,29 @@ pub struct HostBatch {
     pub future: Vec<f32>,
 }
 
+/// How the value target of a position is made.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ValueTarget {
+    /// Share of the search's root value (as W/D/L); the rest is the game's result.
+    pub q_weight: f32,
+    /// Whether positions where the side to move has just lost material to a
+    /// capture are left out of the value loss (their WDL target is zeros).
+    pub quiet_only: bool,
+}
+
 /// A FIFO window over positions, fed game by game.
 pub struct ReplayBuffer<G: NetGame> {
     games: VecDeque<Stored<G>>,
     positions: usize,
     window: usize,
     sampling: Sampling,
-    value_q_weight: f32,
+    value: ValueTarget,
 }
 
 impl<G: NetGame> ReplayBuffer<G> {
     /// An empty buffer of `window` positions.
-    pub fn new(window: usize, sampling: Sampling, value_q_weight: f32) -> ReplayBuffer<G> {
-        ReplayBuffer { games: VecDeque::new(), positions: 0, window, sampling, value_q_weight }
+    pub fn new(window: usize, sampling: Sampling, value: ValueTarget) -> ReplayBuffer<G> {
+        ReplayBuffer { games: VecDeque::new(), positions: 0, window, sampling, value }
     }
 
     /// Training positions held.
@@ -164,7 +174,7 @@ impl<G: NetGame> ReplayBuffer<G> {
             moves_left: vec![0.0; size],
             future: vec![0.0; size * policy_size],
         };
-        let q_weight = self.value_q_weight;
+        let ValueTarget { q_weight, quiet_only } = self.value;
         picks
             .par_iter()
             .zip(batch.planes.par_chunks_mut(G::INPUT_LEN))
@@ -189,12 +199,16 @@ impl<G: NetGame> ReplayBuffer<G> {
                 for &m in &moves {
                     legal[position.policy_index(m)] = true;
                 }
-                let z = outcome_wdl(game.record.winner, position.turn());
-                let root = record.root;
-                let q_wdl =
-                    [(1.0 + root.q - root.d) / 2.0, root.d, (1.0 - root.q - root.d) / 2.0].map(|v| v.clamp(0.0, 1.0));
-                for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
-                    *target = (1.0 - q_weight) * z + q_weight * q;
+                let turn = position.turn();
+                let just_lost_material = ply > 0 && position.material(turn) < game.positions[ply - 1].material(turn);
+                if !(quiet_only && just_lost_material) {
+                    let z = outcome_wdl(game.record.winner, turn);
+                    let root = record.root;
+                    let q_wdl = [(1.0 + root.q - root.d) / 2.0, root.d, (1.0 - root.q - root.d) / 2.0]
+                        .map(|v| v.clamp(0.0, 1.0));
+                    for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
+                        *target = (1.0 - q_weight) * z + q_weight * q;
+                    }
                 }
                 *moves_left = (game.record.moves.len() - ply) as f32;
                 if let Some(&next) = game.record.moves.get(ply + 2) {
@@ -222,11 +236,16 @@ mod tests {
 
     use super::*;
 
-    /// 1. e4 e5 2. Nf3 Nc6, white wins; ply 1 was a fast search.
+    /// 1. e4 e5 2. Nf3 Nc6; ply 1 was a fast search.
     fn game(winner: Option<Color>) -> GameRecord<Chess> {
+        game_of(&["e2e4", "e7e5", "g1f3", "b8c6"], winner)
+    }
+
+    /// `moves` from the start; ply 1 was a fast search.
+    fn game_of(ucis: &[&str], winner: Option<Color>) -> GameRecord<Chess> {
         let mut position = Chess::startpos();
         let (mut moves, mut plies) = (Vec::new(), Vec::new());
-        for (ply, uci) in ["e2e4", "e7e5", "g1f3", "b8c6"].into_iter().enumerate() {
+        for (ply, &uci) in ucis.iter().enumerate() {
             let m = position.parse_uci(uci).unwrap();
             let mut legal = MoveList::new();
             position.legal_moves(&mut legal);
@@ -253,7 +272,8 @@ mod tests {
 
     #[test]
     fn targets_follow_the_record() {
-        let mut buffer = ReplayBuffer::<Chess>::new(100, Sampling::Uniform, 0.25);
+        let mut buffer =
+            ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.25, quiet_only: false });
         buffer.push(game(Some(Color::White)));
         assert_eq!(buffer.positions(), 3, "the fast search is not a training position");
         let batch = buffer.encode(&[(0, 0), (0, 2), (0, 3)]);
@@ -290,8 +310,24 @@ mod tests {
     }
 
     #[test]
+    fn quiet_value_leaves_out_positions_just_after_a_capture() {
+        // 1. e4 d5 2. exd5 Qxd5 Nc3: black to move after exd5 and white after Qxd5 are down material.
+        let record = game_of(&["e2e4", "d7d5", "e4d5", "d8d5", "b1c3"], Some(Color::White));
+        for (quiet_only, expected) in [(false, [1.0; 4]), (true, [1.0, 0.0, 0.0, 1.0])] {
+            let mut buffer =
+                ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.0, quiet_only });
+            buffer.push(record.clone());
+            let batch = buffer.encode(&[(0, 2), (0, 3), (0, 4), (0, 0)]);
+            let sums: Vec<f32> = batch.wdl.chunks_exact(3).map(|row| row.iter().sum()).collect();
+            assert_eq!(sums, expected, "quiet_only {quiet_only}");
+            assert!(batch.policy.chunks_exact(Chess::policy_size()).all(|row| row.iter().sum::<f32>() > 0.99));
+        }
+    }
+
+    #[test]
     fn the_window_drops_the_oldest_games_and_balanced_sampling_mixes_results() {
-        let mut buffer = ReplayBuffer::<Chess>::new(7, Sampling::ValueBalanced, 0.0);
+        let mut buffer =
+            ReplayBuffer::<Chess>::new(7, Sampling::ValueBalanced, ValueTarget { q_weight: 0.0, quiet_only: false });
         for winner in [Some(Color::White), None, Some(Color::Black)] {
             buffer.push(game(winner));
         }

@@ -9,6 +9,8 @@ use anyhow::{Context, Result, bail};
 use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, TrainConfig};
 use serde::{Deserialize, Serialize};
 
+use crate::buffer::ValueTarget;
+
 /// A whole run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -261,11 +263,21 @@ pub struct TrainSection {
     pub steps: u64,
     /// Share of the search's root value in the value target (the rest is the game's result).
     pub value_q_weight: f32,
+    /// Leave positions where the side to move has just lost material to a
+    /// capture out of the value loss.
+    pub quiet_value: bool,
+}
+
+impl TrainSection {
+    /// The replay buffer's value target.
+    pub fn value_target(&self) -> ValueTarget {
+        ValueTarget { q_weight: self.value_q_weight, quiet_only: self.quiet_value }
+    }
 }
 
 impl Default for TrainSection {
     fn default() -> TrainSection {
-        TrainSection { batch: 256, steps: 100, value_q_weight: 0.0 }
+        TrainSection { batch: 256, steps: 100, value_q_weight: 0.0, quiet_value: false }
     }
 }
 

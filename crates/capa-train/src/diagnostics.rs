@@ -11,15 +11,14 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use burn::prelude::*;
-use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, GameKind, NetGame, burn, load_net, losses, with_backend};
+use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, GameKind, NetGame, load_net, with_backend};
 use capa_rules::Color;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 
 use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;
-use crate::run::{list_games, newest_games, to_tensors, window_games};
+use crate::run::{list_games, mean_losses, newest_games, window_games};
 use crate::rundir::{Entry, RunDir};
 
 /// The replay window of a run, summarised.
@@ -274,7 +273,7 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Self::Output {
         let config = self.config;
         let buffer_of = |files: &[Entry], positions: usize| -> Result<ReplayBuffer<G>> {
-            let mut buffer = ReplayBuffer::<G>::new(positions, config.buffer.sampling, config.train.value_q_weight);
+            let mut buffer = ReplayBuffer::<G>::new(positions, config.buffer.sampling, config.train.value_target());
             for record in newest_games::<G>(self.dir, files, positions)? {
                 buffer.push(record);
             }
@@ -289,9 +288,13 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
             window.positions(),
             self.positions
         );
+        let mean = |net: &capa_net::Net<B::InnerBackend>, buffer: &ReplayBuffer<G>, range| {
+            let m = mean_losses(net, buffer, range, weights, &device);
+            [m.policy, m.wdl, m.total]
+        };
         let end = window.positions();
-        let oldest = mean_losses(&net, &window, 0..self.positions, weights, &device);
-        let newest = mean_losses(&net, &window, end - self.positions..end, weights, &device);
+        let oldest = mean(&net, &window, 0..self.positions);
+        let newest = mean(&net, &window, end - self.positions..end);
         let Some((player, own, before)) = self.held_out else {
             return Ok((oldest, newest, None));
         };
@@ -302,37 +305,11 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
         }
         let player = load_net::<B::InnerBackend>(player, &device)?;
         let last = |buffer: &ReplayBuffer<G>| buffer.positions() - n..buffer.positions();
-        let unseen_losses = mean_losses(&player, &unseen, last(&unseen), weights, &device);
-        let seen_losses = mean_losses(&player, &seen, last(&seen), weights, &device);
+        let unseen_losses = mean(&player, &unseen, last(&unseen));
+        let seen_losses = mean(&player, &seen, last(&seen));
         Ok((oldest, newest, Some((n, unseen_losses, seen_losses))))
     }
 }
-
-/// `net`'s mean policy, WDL and total losses on `range` of `buffer`.
-fn mean_losses<B: capa_net::CapaBackend, G: NetGame>(
-    net: &capa_net::Net<B>,
-    buffer: &ReplayBuffer<G>,
-    range: std::ops::Range<usize>,
-    weights: &capa_net::LossWeights,
-    device: &B::Device,
-) -> [f64; 3] {
-    let mut sums = [0.0; 3];
-    for start in range.clone().step_by(BATCH) {
-        let chunk = start..(start + BATCH).min(range.end);
-        let size = chunk.len() as f64;
-        let (planes, targets) = to_tensors::<B, G>(buffer.encode_range(chunk), device);
-        let output = net.forward(planes, true);
-        let l = losses(output, targets, weights);
-        let scalar = |t: Tensor<B, 1>| f64::from(t.into_scalar().elem::<f32>());
-        sums[0] += size * scalar(l.policy);
-        sums[1] += size * scalar(l.wdl);
-        sums[2] += size * scalar(l.total);
-    }
-    sums.map(|s| s / range.len().max(1) as f64)
-}
-
-/// Positions per forward pass of the overfit check.
-const BATCH: usize = 256;
 
 /// A run directory and its saved config.
 fn open_run(location: &Path) -> Result<(RunConfig, RunDir)> {

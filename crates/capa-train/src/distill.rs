@@ -15,19 +15,17 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use burn::prelude::*;
 use capa_data::{PolicyTarget, TEACHER_EXTENSION, TeacherGame};
-use capa_net::{CapaAutodiffBackend, CapaBackend, Net, NetGame, burn, losses};
+use capa_net::{CapaAutodiffBackend, CapaBackend, Net, NetGame};
 use serde::Serialize;
 
-use crate::buffer::ReplayBuffer;
+use crate::buffer::{ReplayBuffer, ValueTarget};
 use crate::config::{RunConfig, Sampling};
 use crate::evaluate::{Evaluation, evaluate};
-use crate::run::{Finish, METRICS, TrainReport, commit, progress, publish_net, start_trainer, to_tensors, train};
+use crate::run::{
+    Finish, METRICS, MeanLosses, TrainReport, commit, mean_losses, progress, publish_net, start_trainer, train,
+};
 use crate::rundir::RunDir;
-
-/// Positions per forward pass on the held-out games.
-const BATCH: usize = 256;
 
 /// The teacher's games, split.
 pub(crate) struct TeacherData<G: NetGame> {
@@ -52,7 +50,7 @@ pub(crate) fn load<G: NetGame>(
     folder: &Path,
     target: PolicyTarget,
     holdout: f32,
-    value_q_weight: f32,
+    value: ValueTarget,
 ) -> Result<TeacherData<G>> {
     let entries = std::fs::read_dir(folder)
         .with_context(|| format!("distill.data: cannot read {} (run `capa distill gen` first)", folder.display()))?;
@@ -68,8 +66,8 @@ pub(crate) fn load<G: NetGame>(
         bail!("distill.data: {} holds no .{TEACHER_EXTENSION} files (run `capa distill gen` first)", folder.display());
     }
     let mut data = TeacherData {
-        train: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value_q_weight),
-        held_out: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value_q_weight),
+        train: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value),
+        held_out: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value),
     };
     for path in names {
         let game = TeacherGame::<G>::read(&path).context("distill.data")?;
@@ -104,33 +102,9 @@ pub(crate) fn measure<B: CapaBackend, G: NetGame>(
     weights: &capa_net::LossWeights,
     device: &B::Device,
 ) -> HeldOut {
-    let total = buffer.positions();
-    let mut report = HeldOut { positions: total, ..HeldOut::default() };
-    if total == 0 {
-        return report;
-    }
-    for start in (0..total).step_by(BATCH) {
-        let range = start..(start + BATCH).min(total);
-        let size = range.len();
-        let (planes, targets) = to_tensors::<B, G>(buffer.encode_range(range), device);
-        let output = net.forward(planes, true);
-        // The network's choice: the largest logit among legal moves.
-        let masked = output.policy.clone().mask_fill(targets.legal.clone().bool_not(), f32::NEG_INFINITY);
-        let choice = masked.argmax(1);
-        let chosen = targets.policy.clone().gather(1, choice);
-        let best = targets.policy.clone().max_dim(1);
-        let agree: Vec<f32> = chosen.greater_equal(best).float().into_data().to_vec().expect("f32 data");
-        report.top1_agreement += agree.iter().map(|&a| f64::from(a)).sum::<f64>();
-        let l = losses(output, targets, weights);
-        let scalar = |t: Tensor<B, 1>| f64::from(t.into_scalar().elem::<f32>());
-        report.policy += size as f64 * scalar(l.policy);
-        report.wdl += size as f64 * scalar(l.wdl);
-    }
-    let n = total as f64;
-    report.top1_agreement /= n;
-    report.policy /= n;
-    report.wdl /= n;
-    report
+    let positions = buffer.positions();
+    let MeanLosses { policy, wdl, top1_agreement, .. } = mean_losses(net, buffer, 0..positions, weights, device);
+    HeldOut { positions, top1_agreement, policy, wdl }
 }
 
 /// One line of metrics.jsonl in a distillation run.
@@ -159,7 +133,7 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         &config.distill.data,
         config.distill.policy_target(),
         config.distill.holdout,
-        config.train.value_q_weight,
+        config.train.value_target(),
     )?;
     eprintln!(
         "teacher data in {}: {} positions of {} games to train on, {} positions of {} games held out",

@@ -31,8 +31,8 @@ use burn::prelude::*;
 use capa_data::{GameRecord, to_pgn};
 use capa_mcts::Rng;
 use capa_net::{
-    BackendTask, CapaAutodiffBackend, GameKind, Net, NetEvaluator, NetGame, Targets, Trainer, burn, load_checkpoint,
-    save_checkpoint, save_net, with_backend,
+    BackendTask, CapaAutodiffBackend, CapaBackend, GameKind, LossWeights, Net, NetEvaluator, NetGame, Targets, Trainer,
+    burn, load_checkpoint, losses, save_checkpoint, save_net, with_backend,
 };
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -401,7 +401,7 @@ fn rebuild_buffer<G: NetGame>(
             _ => files.push(file),
         }
     }
-    let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, config.train.value_q_weight);
+    let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, config.train.value_target());
     for record in window_games::<G>(config, dir, &files)? {
         buffer.push(record);
     }
@@ -538,6 +538,57 @@ pub(crate) fn train<B: CapaAutodiffBackend, G: NetGame>(
     }
     report.data_wait_share = waited / started.elapsed().as_secs_f64().max(1e-9);
     Ok(Some(report))
+}
+
+/// A network's mean losses over positions of a buffer.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MeanLosses {
+    /// Policy cross-entropy.
+    pub policy: f64,
+    /// WDL cross-entropy.
+    pub wdl: f64,
+    /// The weighted total.
+    pub total: f64,
+    /// Share of the positions where the network's most likely legal move is
+    /// one the target ranks first.
+    pub top1_agreement: f64,
+}
+
+/// `net`'s mean losses on the training positions `range` of `buffer`, in
+/// batches of 256.
+pub(crate) fn mean_losses<B: CapaBackend, G: NetGame>(
+    net: &Net<B>,
+    buffer: &ReplayBuffer<G>,
+    range: std::ops::Range<usize>,
+    weights: &LossWeights,
+    device: &B::Device,
+) -> MeanLosses {
+    const BATCH: usize = 256;
+    let mut sums = MeanLosses::default();
+    for start in range.clone().step_by(BATCH) {
+        let chunk = start..(start + BATCH).min(range.end);
+        let size = chunk.len() as f64;
+        let (planes, targets) = to_tensors::<B, G>(buffer.encode_range(chunk), device);
+        let output = net.forward(planes, true);
+        // The network's choice: the largest logit among legal moves.
+        let masked = output.policy.clone().mask_fill(targets.legal.clone().bool_not(), f32::NEG_INFINITY);
+        let chosen = targets.policy.clone().gather(1, masked.argmax(1));
+        let best = targets.policy.clone().max_dim(1);
+        let agree: Vec<f32> = chosen.greater_equal(best).float().into_data().to_vec().expect("f32 data");
+        sums.top1_agreement += agree.iter().map(|&a| f64::from(a)).sum::<f64>();
+        let l = losses(output, targets, weights);
+        let scalar = |t: Tensor<B, 1>| f64::from(t.into_scalar().elem::<f32>());
+        sums.policy += size * scalar(l.policy);
+        sums.wdl += size * scalar(l.wdl);
+        sums.total += size * scalar(l.total);
+    }
+    let n = range.len().max(1) as f64;
+    MeanLosses {
+        policy: sums.policy / n,
+        wdl: sums.wdl / n,
+        total: sums.total / n,
+        top1_agreement: sums.top1_agreement / n,
+    }
 }
 
 pub(crate) fn to_tensors<B: Backend, G: NetGame>(batch: HostBatch, device: &B::Device) -> (Tensor<B, 4>, Targets<B>) {
