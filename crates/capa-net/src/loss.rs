@@ -38,12 +38,14 @@ impl Default for LossWeights {
 #[derive(Clone, Debug)]
 pub struct Targets<B: Backend> {
     /// Search visit distribution over the policy map, `[batch, policy_size]`,
-    /// zero off the legal moves.
+    /// zero off the legal moves; rows of zeros for positions without a
+    /// policy target (they add nothing to the loss).
     pub policy: Tensor<B, 2>,
     /// Which policy entries are legal moves, `[batch, policy_size]`.
     pub legal: Tensor<B, 2, Bool>,
     /// Game result (or a mix with the search's value) as win/draw/loss
-    /// probabilities for the side to move, `[batch, 3]`.
+    /// probabilities for the side to move, `[batch, 3]`; rows of zeros for
+    /// positions without a value target.
     pub wdl: Tensor<B, 2>,
     /// Plies left in the game, `[batch, 1]`.
     pub moves_left: Tensor<B, 2>,
@@ -67,10 +69,12 @@ pub struct Losses<B: Backend> {
     pub future: Tensor<B, 1>,
 }
 
-/// Cross-entropy of `logits` against soft `targets`, averaged over the batch.
+/// Cross-entropy of `logits` against soft `targets`, averaged over the rows
+/// that have a target: a row of zeros (no target for that position) adds
+/// nothing and does not dilute the others.
 pub fn soft_cross_entropy<B: Backend>(logits: Tensor<B, 2>, targets: Tensor<B, 2>) -> Tensor<B, 1> {
-    let batch = logits.dims()[0];
-    (log_softmax(logits, 1) * targets).sum().neg().div_scalar(batch as f32)
+    let rows = targets.clone().sum_dim(1).greater_elem(0.0).float().sum().clamp_min(1.0);
+    (log_softmax(logits, 1) * targets).sum().neg() / rows
 }
 
 /// The losses of `output` against `targets`.
@@ -95,4 +99,29 @@ fn huber<B: Backend>(prediction: Tensor<B, 2>, target: Tensor<B, 2>) -> Tensor<B
     let quadratic = error.clone().clamp_max(HUBER_DELTA);
     let linear = error - quadratic.clone();
     (quadratic.powi_scalar(2).mul_scalar(0.5) + linear.mul_scalar(HUBER_DELTA)).mean()
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::Flex;
+    use burn::backend::flex::FlexDevice;
+
+    use super::*;
+
+    #[test]
+    fn cross_entropy_averages_over_the_rows_with_a_target() {
+        let logits = Tensor::<Flex, 2>::from_floats([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0]], &FlexDevice);
+        let one_hot = Tensor::<Flex, 2>::from_floats([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], &FlexDevice);
+        let alone = Tensor::<Flex, 2>::from_floats([[2.0, 0.0, -1.0]], &FlexDevice);
+        let target = Tensor::<Flex, 2>::from_floats([[1.0, 0.0, 0.0]], &FlexDevice);
+        let with_empty_row: f32 = soft_cross_entropy(logits, one_hot).into_scalar();
+        let without: f32 = soft_cross_entropy(alone, target).into_scalar();
+        // -log softmax(2, 0, -1)[0] = log(1 + e^-2 + e^-3)
+        let expected = (1.0 + (-2.0f32).exp() + (-3.0f32).exp()).ln();
+        assert!((without - expected).abs() < 1e-6, "{without} vs {expected}");
+        assert!((with_empty_row - expected).abs() < 1e-6, "an empty row diluted the mean: {with_empty_row}");
+        let nothing = Tensor::<Flex, 2>::zeros([2, 3], &FlexDevice);
+        let logits = Tensor::<Flex, 2>::ones([2, 3], &FlexDevice);
+        assert_eq!(soft_cross_entropy(logits, nothing).into_scalar(), 0.0, "no target at all is no loss");
+    }
 }

@@ -2,12 +2,13 @@
 //! whole games, and the batches drawn from it.
 //!
 //! A game is held as its replayed positions (for the input planes and their
-//! history) plus its record (for the targets). Only fully searched plies
-//! are training positions.
+//! history) plus its record (for the targets). Fully searched plies are
+//! training positions; fast-search plies too, without a policy target, when
+//! the value target asks for them.
 
 use std::collections::VecDeque;
 
-use capa_data::GameRecord;
+use capa_data::{GameRecord, PlyRecord};
 use capa_mcts::{HISTORY_LEN, Rng};
 use capa_net::NetGame;
 use capa_rules::{Color, History, MoveList};
@@ -33,7 +34,7 @@ pub struct HostBatch {
     pub size: usize,
     /// `[size, planes, ranks, files]`.
     pub planes: Vec<f32>,
-    /// `[size, policy]`: the visit shares.
+    /// `[size, policy]`: the visit shares; zeros after a fast search.
     pub policy: Vec<f32>,
     /// `[size, policy]`: 1 on legal moves.
     pub legal: Vec<bool>,
@@ -50,9 +51,16 @@ pub struct HostBatch {
 pub struct ValueTarget {
     /// Share of the search's root value (as W/D/L); the rest is the game's result.
     pub q_weight: f32,
-    /// Whether positions where the side to move has just lost material to a
-    /// capture are left out of the value loss (their WDL target is zeros).
-    pub quiet_only: bool,
+    /// Whether fast-search plies are training positions too, for every head
+    /// but the policy (their policy target is zeros).
+    pub fast_plies: bool,
+}
+
+impl ValueTarget {
+    /// Whether `ply` is a training position.
+    pub fn trains_on(&self, ply: &PlyRecord) -> bool {
+        if ply.full_search { !ply.visits.is_empty() } else { self.fast_plies }
+    }
 }
 
 /// A FIFO window over positions, fed game by game.
@@ -90,13 +98,8 @@ impl<G: NetGame> ReplayBuffer<G> {
             repeated.push(history.repetitions() > 0);
         }
         let positions = history.positions().to_vec();
-        let samples: Vec<u32> = record
-            .plies
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.full_search && !p.visits.is_empty())
-            .map(|(i, _)| i as u32)
-            .collect();
+        let samples: Vec<u32> =
+            record.plies.iter().enumerate().filter(|(_, p)| self.value.trains_on(p)).map(|(i, _)| i as u32).collect();
         self.positions += samples.len();
         self.games.push_back(Stored { record, positions, repeated, samples });
         while self.games.len() > 1 && self.positions - self.games[0].samples.len() >= self.window {
@@ -174,7 +177,7 @@ impl<G: NetGame> ReplayBuffer<G> {
             moves_left: vec![0.0; size],
             future: vec![0.0; size * policy_size],
         };
-        let ValueTarget { q_weight, quiet_only } = self.value;
+        let q_weight = self.value.q_weight;
         picks
             .par_iter()
             .zip(batch.planes.par_chunks_mut(G::INPUT_LEN))
@@ -190,25 +193,23 @@ impl<G: NetGame> ReplayBuffer<G> {
                 G::encode(&game.positions[first..=ply], &game.repeated[first..=ply], planes);
                 let position = &game.positions[ply];
                 let record = &game.record.plies[ply];
-                let total: f32 = record.visits.iter().map(|&(_, share)| share).sum();
-                for &(index, share) in &record.visits {
-                    policy[usize::from(index)] = share / total;
+                if record.full_search {
+                    let total: f32 = record.visits.iter().map(|&(_, share)| share).sum();
+                    for &(index, share) in &record.visits {
+                        policy[usize::from(index)] = share / total;
+                    }
                 }
                 let mut moves = MoveList::new();
                 position.legal_moves(&mut moves);
                 for &m in &moves {
                     legal[position.policy_index(m)] = true;
                 }
-                let turn = position.turn();
-                let just_lost_material = ply > 0 && position.material(turn) < game.positions[ply - 1].material(turn);
-                if !(quiet_only && just_lost_material) {
-                    let z = outcome_wdl(game.record.winner, turn);
-                    let root = record.root;
-                    let q_wdl = [(1.0 + root.q - root.d) / 2.0, root.d, (1.0 - root.q - root.d) / 2.0]
-                        .map(|v| v.clamp(0.0, 1.0));
-                    for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
-                        *target = (1.0 - q_weight) * z + q_weight * q;
-                    }
+                let z = outcome_wdl(game.record.winner, position.turn());
+                let root = record.root;
+                let q_wdl =
+                    [(1.0 + root.q - root.d) / 2.0, root.d, (1.0 - root.q - root.d) / 2.0].map(|v| v.clamp(0.0, 1.0));
+                for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
+                    *target = (1.0 - q_weight) * z + q_weight * q;
                 }
                 *moves_left = (game.record.moves.len() - ply) as f32;
                 if let Some(&next) = game.record.moves.get(ply + 2) {
@@ -230,7 +231,7 @@ fn outcome_wdl(winner: Option<Color>, player: Color) -> [f32; 3] {
 
 #[cfg(test)]
 mod tests {
-    use capa_data::{Ending, PlyRecord, Resignation, SearchValues};
+    use capa_data::{Ending, Resignation, SearchValues};
     use capa_rules::chess::Chess;
     use capa_rules::{Game, Termination};
 
@@ -238,14 +239,9 @@ mod tests {
 
     /// 1. e4 e5 2. Nf3 Nc6; ply 1 was a fast search.
     fn game(winner: Option<Color>) -> GameRecord<Chess> {
-        game_of(&["e2e4", "e7e5", "g1f3", "b8c6"], winner)
-    }
-
-    /// `moves` from the start; ply 1 was a fast search.
-    fn game_of(ucis: &[&str], winner: Option<Color>) -> GameRecord<Chess> {
         let mut position = Chess::startpos();
         let (mut moves, mut plies) = (Vec::new(), Vec::new());
-        for (ply, &uci) in ucis.iter().enumerate() {
+        for (ply, uci) in ["e2e4", "e7e5", "g1f3", "b8c6"].into_iter().enumerate() {
             let m = position.parse_uci(uci).unwrap();
             let mut legal = MoveList::new();
             position.legal_moves(&mut legal);
@@ -273,7 +269,7 @@ mod tests {
     #[test]
     fn targets_follow_the_record() {
         let mut buffer =
-            ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.25, quiet_only: false });
+            ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.25, fast_plies: false });
         buffer.push(game(Some(Color::White)));
         assert_eq!(buffer.positions(), 3, "the fast search is not a training position");
         let batch = buffer.encode(&[(0, 0), (0, 2), (0, 3)]);
@@ -310,24 +306,24 @@ mod tests {
     }
 
     #[test]
-    fn quiet_value_leaves_out_positions_just_after_a_capture() {
-        // 1. e4 d5 2. exd5 Qxd5 Nc3: black to move after exd5 and white after Qxd5 are down material.
-        let record = game_of(&["e2e4", "d7d5", "e4d5", "d8d5", "b1c3"], Some(Color::White));
-        for (quiet_only, expected) in [(false, [1.0; 4]), (true, [1.0, 0.0, 0.0, 1.0])] {
-            let mut buffer =
-                ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.0, quiet_only });
-            buffer.push(record.clone());
-            let batch = buffer.encode(&[(0, 2), (0, 3), (0, 4), (0, 0)]);
-            let sums: Vec<f32> = batch.wdl.chunks_exact(3).map(|row| row.iter().sum()).collect();
-            assert_eq!(sums, expected, "quiet_only {quiet_only}");
-            assert!(batch.policy.chunks_exact(Chess::policy_size()).all(|row| row.iter().sum::<f32>() > 0.99));
-        }
+    fn fast_plies_train_every_head_but_the_policy() {
+        let value = ValueTarget { q_weight: 0.0, fast_plies: true };
+        let mut buffer = ReplayBuffer::<Chess>::new(100, Sampling::Uniform, value);
+        buffer.push(game(Some(Color::Black)));
+        assert_eq!(buffer.positions(), 4, "the fast search at ply 1 is a position too");
+        let batch = buffer.encode(&[(0, 0), (0, 1)]);
+        let p = Chess::policy_size();
+        assert!((batch.policy[..p].iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!(batch.policy[p..].iter().all(|&v| v == 0.0), "no policy target after a fast search");
+        assert_eq!(&batch.wdl[3..], &[1.0, 0.0, 0.0], "black, to move at ply 1, won");
+        assert_eq!(batch.moves_left[1], 3.0);
+        assert!(batch.legal[p..].iter().any(|&l| l));
     }
 
     #[test]
     fn the_window_drops_the_oldest_games_and_balanced_sampling_mixes_results() {
         let mut buffer =
-            ReplayBuffer::<Chess>::new(7, Sampling::ValueBalanced, ValueTarget { q_weight: 0.0, quiet_only: false });
+            ReplayBuffer::<Chess>::new(7, Sampling::ValueBalanced, ValueTarget { q_weight: 0.0, fast_plies: false });
         for winner in [Some(Color::White), None, Some(Color::Black)] {
             buffer.push(game(winner));
         }

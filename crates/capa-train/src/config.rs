@@ -263,21 +263,20 @@ pub struct TrainSection {
     pub steps: u64,
     /// Share of the search's root value in the value target (the rest is the game's result).
     pub value_q_weight: f32,
-    /// Leave positions where the side to move has just lost material to a
-    /// capture out of the value loss.
-    pub quiet_value: bool,
+    /// Train the value, moves-left and future heads on fast-search plies too.
+    pub fast_search_values: bool,
 }
 
 impl TrainSection {
     /// The replay buffer's value target.
     pub fn value_target(&self) -> ValueTarget {
-        ValueTarget { q_weight: self.value_q_weight, quiet_only: self.quiet_value }
+        ValueTarget { q_weight: self.value_q_weight, fast_plies: self.fast_search_values }
     }
 }
 
 impl Default for TrainSection {
     fn default() -> TrainSection {
-        TrainSection { batch: 256, steps: 100, value_q_weight: 0.0, quiet_value: false }
+        TrainSection { batch: 256, steps: 100, value_q_weight: 0.0, fast_search_values: false }
     }
 }
 

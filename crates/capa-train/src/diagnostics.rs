@@ -274,7 +274,7 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
         let config = self.config;
         let buffer_of = |files: &[Entry], positions: usize| -> Result<ReplayBuffer<G>> {
             let mut buffer = ReplayBuffer::<G>::new(positions, config.buffer.sampling, config.train.value_target());
-            for record in newest_games::<G>(self.dir, files, positions)? {
+            for record in newest_games::<G>(self.dir, files, positions, config.train.value_target())? {
                 buffer.push(record);
             }
             Ok(buffer)

@@ -39,7 +39,7 @@ use capa_rules::chess::Chess;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::buffer::{HostBatch, ReplayBuffer};
+use crate::buffer::{HostBatch, ReplayBuffer, ValueTarget};
 use crate::config::{RunConfig, RunMode};
 use crate::curriculum::{Curriculum, CurriculumReport};
 use crate::evaluate::{Evaluation, check_engine, evaluate};
@@ -169,7 +169,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
             let Some(stats) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
                 return Ok(Finish::Interrupted);
             };
-            let new_positions = stats.full_plies as usize;
+            let new_positions = new_positions(config, &stats);
             let curriculum_report = curriculum.as_mut().map(Curriculum::end_iteration).transpose()?;
             let selfplay_seconds = started.elapsed().as_secs_f64();
 
@@ -365,12 +365,17 @@ pub(crate) fn window_games<G: NetGame>(
     dir: &RunDir,
     files: &[Entry],
 ) -> Result<Vec<GameRecord<G>>> {
-    newest_games(dir, files, config.buffer.window)
+    newest_games(dir, files, config.buffer.window, config.train.value_target())
 }
 
 /// The newest games among `files` (oldest first) with `positions` training
 /// positions or just more, read and returned oldest first.
-pub(crate) fn newest_games<G: NetGame>(dir: &RunDir, files: &[Entry], positions: usize) -> Result<Vec<GameRecord<G>>> {
+pub(crate) fn newest_games<G: NetGame>(
+    dir: &RunDir,
+    files: &[Entry],
+    positions: usize,
+    value: ValueTarget,
+) -> Result<Vec<GameRecord<G>>> {
     let mut newest = Vec::new();
     let mut held = 0;
     for file in files.iter().rev() {
@@ -378,7 +383,7 @@ pub(crate) fn newest_games<G: NetGame>(dir: &RunDir, files: &[Entry], positions:
             break;
         }
         if let Some(record) = read_game::<G>(dir, &file.key)? {
-            held += record.plies.iter().filter(|p| p.full_search).count();
+            held += record.plies.iter().filter(|p| value.trains_on(p)).count();
             newest.push(record);
         }
     }
@@ -694,7 +699,7 @@ impl Metrics {
         curriculum: Option<CurriculumReport>,
     ) -> Metrics {
         let per_second = |n: u64| n as f64 / stats.seconds.max(1e-9);
-        let new_positions = stats.full_plies as usize;
+        let new_positions = new_positions(config, &stats);
         Metrics {
             iteration,
             network: network.to_string(),
@@ -746,6 +751,12 @@ impl Metrics {
 }
 
 /// Training samples per new position: steps x batch / new positions.
+/// The iteration's new training positions: its fully searched plies, and
+/// with `train.fast_search_values` the fast ones too.
+fn new_positions(config: &RunConfig, stats: &SelfPlayStats) -> usize {
+    (if config.train.fast_search_values { stats.plies } else { stats.full_plies }) as usize
+}
+
 fn passes_per_position(config: &RunConfig, new_positions: usize) -> f64 {
     (config.train.steps as f64 * config.train.batch as f64) / new_positions.max(1) as f64
 }
