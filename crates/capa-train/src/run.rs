@@ -699,7 +699,7 @@ impl Metrics {
         curriculum: Option<CurriculumReport>,
     ) -> Metrics {
         let per_second = |n: u64| n as f64 / stats.seconds.max(1e-9);
-        let new_positions = new_positions(config, &stats);
+        let new_positions = new_positions(config, stats);
         Metrics {
             iteration,
             network: network.to_string(),
