@@ -141,9 +141,12 @@ fn elo_bisects_over_fairy_stockfish_levels() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let probes: Vec<&str> = text.lines().filter(|l| l.starts_with("probe ")).collect();
-    assert_eq!(probes.len(), 2, "{text}");
     // The engine's range is 1350 to 2850 (its `uci` says so): the first probe is the middle.
     assert!(probes[0].starts_with("probe 1: UCI_Elo 2100:"), "{text}");
+    // Two probes, unless the first scored 45% to 55% (two draws, as the
+    // engine's weakened play allows): that stops the bisection at once.
+    let even = probes[0].contains("score 50.0%");
+    assert_eq!(probes.len(), if even { 1 } else { 2 }, "{text}");
     assert!(text.lines().last().unwrap().starts_with("Elo "), "{text}");
 }
 
