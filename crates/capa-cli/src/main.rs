@@ -60,6 +60,8 @@ enum Command {
     /// Threads (sizes the thread pool when the network first loads), MultiPV,
     /// UCI_ShowWDL, VerboseMoveStats (an `info string` per root move: prior,
     /// visits, Q, D, M), CPuct, Contempt (draw aversion, -1 to 1),
+    /// ProveMateInOne (a position where the side to move mates at once is
+    /// proven lost for the side that moved into it; on by default),
     /// Temperature (0 plays the most visited move), MinibatchSize (leaves
     /// per network batch, 32), MoveOverhead (ms kept back from each move's
     /// time), Backend and Device (the network reloads on the next `isready`

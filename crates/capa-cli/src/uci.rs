@@ -73,6 +73,7 @@ struct Options {
     verbose_move_stats: bool,
     cpuct: f32,
     contempt: f32,
+    prove_mate_in_one: bool,
     temperature: f32,
     minibatch: u16,
     move_overhead: Duration,
@@ -124,6 +125,7 @@ impl<G: NetGame> Engine<G> {
                 verbose_move_stats: false,
                 cpuct: defaults.cpuct,
                 contempt: defaults.contempt,
+                prove_mate_in_one: defaults.prove_mate_in_one,
                 temperature: 0.0,
                 minibatch: DEFAULT_MINIBATCH,
                 move_overhead: Duration::from_millis(30),
@@ -228,6 +230,7 @@ impl<G: NetGame> Engine<G> {
             format!("option name VerboseMoveStats type check default {}", o.verbose_move_stats),
             format!("option name CPuct type string default {}", o.cpuct),
             format!("option name Contempt type string default {}", o.contempt),
+            format!("option name ProveMateInOne type check default {}", o.prove_mate_in_one),
             format!("option name Temperature type string default {}", o.temperature),
             format!("option name MinibatchSize type spin default {} min 1 max 8192", o.minibatch),
             format!("option name MoveOverhead type spin default {} min 0 max 10000", o.move_overhead.as_millis()),
@@ -290,6 +293,10 @@ impl<G: NetGame> Engine<G> {
                 o.contempt = number("Contempt")?;
                 self.tree = None;
             }
+            "provemateinone" => {
+                o.prove_mate_in_one = check("ProveMateInOne")?;
+                self.tree = None;
+            }
             "temperature" => {
                 o.temperature = number("Temperature")?;
                 if o.temperature < 0.0 {
@@ -315,7 +322,13 @@ impl<G: NetGame> Engine<G> {
 
     fn params(&self) -> SearchParams {
         let o = &self.options;
-        SearchParams { cpuct: o.cpuct, contempt: o.contempt, parallel_sims: o.minibatch, ..SearchParams::default() }
+        SearchParams {
+            cpuct: o.cpuct,
+            contempt: o.contempt,
+            parallel_sims: o.minibatch,
+            prove_mate_in_one: o.prove_mate_in_one,
+            ..SearchParams::default()
+        }
     }
 
     /// The network, loaded on first use and again after a backend or device change.

@@ -2,7 +2,8 @@
 
 use crate::SearchError;
 
-/// How the search selects, scores and stops. `Default` gives Lc0's values.
+/// How the search selects, scores and stops. `Default` gives Lc0's values,
+/// plus the mate-in-one proof, which Lc0 does not have.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchParams {
     /// Exploration constant at zero visits.
@@ -37,6 +38,10 @@ pub struct SearchParams {
     pub two_fold_draws: bool,
     /// Stop when the root's visit distribution settles; `None` searches to the limit.
     pub kld_stop: Option<KldStop>,
+    /// When a node is expanded, look for a move there that mates at once:
+    /// if one exists the node is proven lost for the side that moved into
+    /// it, whatever the network's prior of the mating move.
+    pub prove_mate_in_one: bool,
 }
 
 impl Default for SearchParams {
@@ -55,6 +60,7 @@ impl Default for SearchParams {
             moves_left: MovesLeftUtility::default(),
             two_fold_draws: true,
             kld_stop: None,
+            prove_mate_in_one: true,
         }
     }
 }

@@ -197,9 +197,18 @@ impl<G: Game> SearchResult<G> {
     }
 
     /// Each move's share of the root visits (the policy training target).
+    /// A root proven won before any child was visited (a mate in one found
+    /// as the node was expanded) gives the whole share to the winning move.
     pub fn visit_distribution(&self) -> impl Iterator<Item = (G::Move, f32)> + '_ {
         let total: u32 = self.moves.iter().map(|m| m.visits).sum();
-        self.moves.iter().map(move |m| (m.mv, if total == 0 { 0.0 } else { m.visits as f32 / total as f32 }))
+        let proven_win = total == 0 && self.best().is_some_and(|m| matches!(m.proof, Proof::Win { .. }));
+        self.moves.iter().enumerate().map(move |(i, m)| {
+            let share = match total {
+                0 => f32::from(u8::from(proven_win && i == 0)),
+                _ => m.visits as f32 / total as f32,
+            };
+            (m.mv, share)
+        })
     }
 
     /// A move drawn with probability proportional to visits^(1/temperature);

@@ -335,7 +335,7 @@ impl<G: Game> Tree<G> {
             depth += 1;
             let mut child = self.arena.child(node, edge);
             if child == NONE {
-                child = self.new_child();
+                child = self.node_for(*self.scratch.hashes.last().expect("just pushed"));
                 self.arena.set_child(node, edge, child);
             }
             node = child;
@@ -366,16 +366,11 @@ impl<G: Game> Tree<G> {
     /// The node for the position just reached: in analysis mode the one
     /// node of that position. Whether the position repeats is a property of
     /// the path, checked by the caller, never stored in a shared node.
-    fn new_child(&mut self) -> u32 {
-        let hash = *self.scratch.hashes.last().expect("just pushed");
-        if let Some(&id) = self.table.as_ref().and_then(|t| t.nodes.get(&hash)) {
-            return id;
+    fn node_for(&mut self, hash: u64) -> u32 {
+        match self.table.as_ref().and_then(|t| t.nodes.get(&hash)) {
+            Some(&id) => id,
+            None => self.push_table_node(hash),
         }
-        let id = self.arena.push(Node::NEW);
-        if let Some(table) = &mut self.table {
-            table.nodes.insert(hash, id);
-        }
-        id
     }
 
     /// PUCT over the node's edges. Edges that have a child come first and
@@ -549,7 +544,15 @@ impl<G: Game> Tree<G> {
                 LeafKind::Evaluate(request) => {
                     let leaf_node = self.paths[path.end - 1];
                     match self.expand(leaf_node, request as usize, evaluations, offset, &mut sorted) {
-                        Ok((wl, d, m)) => (wl, d, m, false),
+                        Ok((wl, d, m)) => {
+                            let node = &self.arena.nodes[leaf_node as usize];
+                            if node.is_proven() {
+                                let (wl, d, m) = node.proven_value();
+                                (wl, d, m, true)
+                            } else {
+                                (wl, d, m, false)
+                            }
+                        }
                         Err(e) => {
                             result = result.and(Err(e));
                             continue;
@@ -631,10 +634,33 @@ impl<G: Game> Tree<G> {
                 Edge::with_compressed_prior(mv, !(key >> 16) as u16)
             }),
         );
+        if self.params.prove_mate_in_one {
+            self.prove_mate_in_one(id, request);
+        }
         let sum = win + draw + loss;
         let moves_left = if value.moves_left.is_finite() { value.moves_left.max(0.0) } else { 0.0 };
         // The network speaks for the side to move; nodes for the mover.
         Ok(((loss - win) / sum, draw / sum, moves_left))
+    }
+
+    /// Proves a node just expanded lost for its mover when the side to move
+    /// there mates at once. The mating edge moves to the front, since edges
+    /// with a child come first, and gets a game-over child. Without this a
+    /// sharp prior can leave the opponent's mate unvisited, and the search
+    /// walks into it.
+    fn prove_mate_in_one(&mut self, id: u32, request: usize) {
+        let position = self.requests[request].position();
+        let mate = self.arena.edges(id).iter().enumerate().find_map(|(i, edge)| {
+            let mut next = position.clone();
+            next.play(position.unpack_move(edge.mv));
+            (next.is_check() && next.count_legal_moves() == 0).then(|| (i, next.hash()))
+        });
+        let Some((i, hash)) = mate else { return };
+        self.arena.edges_mut(id)[..=i].rotate_right(1);
+        let child = self.node_for(hash);
+        self.arena.nodes[child as usize].set_terminal(1);
+        self.arena.set_child(id, 0, child);
+        self.update_bounds(id);
     }
 
     fn backup(&mut self, path: std::ops::Range<usize>, mut wl: f32, d: f32, mut m: f32) {

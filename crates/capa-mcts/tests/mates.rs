@@ -66,7 +66,8 @@ fn capablanca_mate_in_3() {
 fn a_proven_mate_is_played_over_a_move_with_more_visits() {
     // The network loves Kc5, which throws the mate away; Rh8 mates.
     // One leaf per round: Kc5 takes hundreds of visits before Rh8 is tried.
-    let one_at_a_time = SearchParams { parallel_sims: 1, ..params() };
+    // Without the mate-in-one proof, which would settle the root at once.
+    let one_at_a_time = SearchParams { parallel_sims: 1, prove_mate_in_one: false, ..params() };
     let mut tree = tree::<Chess>("k7/8/1K6/8/8/8/8/7R w - - 0 1", one_at_a_time);
     let result = search(&mut tree, &FavourEvaluator(vec!["b6c5".into()]), 10_000);
     let best = result.best().unwrap();
@@ -77,9 +78,48 @@ fn a_proven_mate_is_played_over_a_move_with_more_visits() {
 }
 
 #[test]
+fn a_mate_in_one_is_proven_however_small_its_prior() {
+    // The network loves Ra7, which leaves the back rank to ...Rd1 mate, and
+    // after it loves ...h6, so the mate has about 1% of black's prior. One
+    // leaf per round, so the test follows a single line of selection.
+    let fen = "3r2k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1";
+    let sharp = FavourEvaluator(vec!["a1a7".into(), "h7h6".into()]);
+    let one_at_a_time = SearchParams { parallel_sims: 1, ..params() };
+    let blind = SearchParams { prove_mate_in_one: false, ..one_at_a_time.clone() };
+    let result = search(&mut tree::<Chess>(fen, blind), &sharp, 64);
+    let blunder = result.best().unwrap();
+    assert_eq!(blunder.mv.to_string(), "a1a7", "the scenario needs the search to miss the mate without the proof");
+    assert_eq!(blunder.proof, Proof::Unknown);
+
+    let result = search(&mut tree::<Chess>(fen, one_at_a_time), &sharp, 64);
+    let ra7 = result.moves.iter().find(|m| m.mv.to_string() == "a1a7").unwrap();
+    assert_eq!(ra7.proof, Proof::Loss { plies: 1 });
+    assert_eq!(ra7.pv.iter().map(ToString::to_string).collect::<Vec<_>>(), ["a1a7", "d8d1"]);
+    assert_ne!(result.best().unwrap().mv.to_string(), "a1a7");
+}
+
+#[test]
+fn a_root_proven_as_it_is_expanded_teaches_its_mate() {
+    // Black mates at once with ...Rd1: the root's expansion proves it, and
+    // no child is visited, yet the policy target names the mate.
+    let fen = "3r2k1/5ppp/8/8/8/8/R4PPP/6K1 b - - 0 1";
+    let mut tree = tree::<Chess>(fen, params());
+    let result = search(&mut tree, &UniformEvaluator, 1_000);
+    assert_eq!(result.stop, StopReason::Proven);
+    assert_eq!(result.playouts, 1, "the root's own evaluation, then the proof");
+    let best = result.best().unwrap();
+    assert_eq!((best.mv.to_string(), best.proof), ("d8d1".to_string(), Proof::Win { plies: 0 }));
+    let target: Vec<(String, f32)> =
+        result.visit_distribution().filter(|&(_, p)| p > 0.0).map(|(m, p)| (m.to_string(), p)).collect();
+    assert_eq!(target, [("d8d1".to_string(), 1.0)]);
+}
+
+#[test]
 fn stalemate_is_a_draw() {
-    // Qb6 stalemates; Qb7 and Qb8 mate.
-    let mut tree = tree::<Chess>("k7/8/2K5/8/8/8/8/1Q6 w - - 0 1", params());
+    // Qb6 stalemates; Qb7 and Qb8 mate. Without the mate-in-one proof, the
+    // root would be settled before Qb6 is searched.
+    let searched = SearchParams { prove_mate_in_one: false, ..params() };
+    let mut tree = tree::<Chess>("k7/8/2K5/8/8/8/8/1Q6 w - - 0 1", searched);
     let result = search(&mut tree, &UniformEvaluator, 5_000);
     let stalemate = result.moves.iter().find(|m| m.mv.to_string() == "b1b6").unwrap();
     assert_eq!(stalemate.proof, Proof::Draw);

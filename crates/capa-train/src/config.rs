@@ -200,6 +200,9 @@ pub struct SelfPlaySection {
     pub resign_disabled_fraction: f32,
     /// A draw counts `-contempt` for the side to move at the root.
     pub contempt: f32,
+    /// Prove a node lost for its mover as it is expanded when the side to
+    /// move there mates at once (`SearchParams::prove_mate_in_one`).
+    pub prove_mate_in_one: bool,
 }
 
 impl Default for SelfPlaySection {
@@ -223,6 +226,7 @@ impl Default for SelfPlaySection {
             resign_threshold: 0.0,
             resign_disabled_fraction: 0.1,
             contempt: 0.0,
+            prove_mate_in_one: true,
         }
     }
 }

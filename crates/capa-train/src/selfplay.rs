@@ -49,6 +49,7 @@ impl SelfPlaySettings {
             max_collisions: section.parallel_sims,
             noise,
             contempt: section.contempt,
+            prove_mate_in_one: section.prove_mate_in_one,
             ..SearchParams::default()
         };
         let full = Limits::visits(section.simulations);
