@@ -499,7 +499,9 @@ impl Search {
     fn info<G: Game>(&self, result: &SearchResult<G>, playouts: u64, elapsed: Duration) {
         let ms = elapsed.as_millis();
         let nps = (playouts as f64 / elapsed.as_secs_f64().max(1e-6)).round();
-        let visited: Vec<&MoveInfo<G>> = result.moves.iter().filter(|m| m.visits > 0).take(self.multipv).collect();
+        // A mate found as its node was expanded is proven without a visit.
+        let visited: Vec<&MoveInfo<G>> =
+            result.moves.iter().filter(|m| m.visits > 0 || m.proof != Proof::Unknown).take(self.multipv).collect();
         if visited.is_empty() {
             // A search of one node: the root's own value, so a client
             // always gets a score before `bestmove`.
