@@ -204,7 +204,8 @@ impl<G: Game> SearchResult<G> {
         let proven_win = total == 0 && self.best().is_some_and(|m| matches!(m.proof, Proof::Win { .. }));
         self.moves.iter().enumerate().map(move |(i, m)| {
             let share = match total {
-                0 => f32::from(u8::from(proven_win && i == 0)),
+                0 if proven_win && i == 0 => 1.0,
+                0 => 0.0,
                 _ => m.visits as f32 / total as f32,
             };
             (m.mv, share)

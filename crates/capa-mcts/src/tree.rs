@@ -544,15 +544,7 @@ impl<G: Game> Tree<G> {
                 LeafKind::Evaluate(request) => {
                     let leaf_node = self.paths[path.end - 1];
                     match self.expand(leaf_node, request as usize, evaluations, offset, &mut sorted) {
-                        Ok((wl, d, m)) => {
-                            let node = &self.arena.nodes[leaf_node as usize];
-                            if node.is_proven() {
-                                let (wl, d, m) = node.proven_value();
-                                (wl, d, m, true)
-                            } else {
-                                (wl, d, m, false)
-                            }
-                        }
+                        Ok(value) => value,
                         Err(e) => {
                             result = result.and(Err(e));
                             continue;
@@ -590,7 +582,8 @@ impl<G: Game> Tree<G> {
         }
     }
 
-    /// Gives the leaf its edges, sorted by prior; returns its value for the mover.
+    /// Gives the leaf its edges, sorted by prior; returns its value for the
+    /// mover (wl, d, m) and whether that value is proven.
     fn expand(
         &mut self,
         id: u32,
@@ -598,7 +591,7 @@ impl<G: Game> Tree<G> {
         evaluations: &Evaluations,
         offset: usize,
         sorted: &mut Vec<u32>,
-    ) -> Result<(f32, f32, f32), SearchError> {
+    ) -> Result<(f32, f32, f32, bool), SearchError> {
         let (priors, value) = evaluations.get(offset + request);
         let moves = self.requests[request].legal_moves();
         if priors.len() != moves.len() {
@@ -634,33 +627,35 @@ impl<G: Game> Tree<G> {
                 Edge::with_compressed_prior(mv, !(key >> 16) as u16)
             }),
         );
-        if self.params.prove_mate_in_one {
-            self.prove_mate_in_one(id, request);
+        if self.params.prove_mate_in_one && self.prove_mate_in_one(id, request) {
+            let (wl, d, m) = self.arena.nodes[id as usize].proven_value();
+            return Ok((wl, d, m, true));
         }
         let sum = win + draw + loss;
         let moves_left = if value.moves_left.is_finite() { value.moves_left.max(0.0) } else { 0.0 };
         // The network speaks for the side to move; nodes for the mover.
-        Ok(((loss - win) / sum, draw / sum, moves_left))
+        Ok(((loss - win) / sum, draw / sum, moves_left, false))
     }
 
     /// Proves a node just expanded lost for its mover when the side to move
     /// there mates at once. The mating edge moves to the front, since edges
     /// with a child come first, and gets a game-over child. Without this a
     /// sharp prior can leave the opponent's mate unvisited, and the search
-    /// walks into it.
-    fn prove_mate_in_one(&mut self, id: u32, request: usize) {
+    /// walks into it. Returns whether the node is now proven.
+    fn prove_mate_in_one(&mut self, id: u32, request: usize) -> bool {
         let position = self.requests[request].position();
         let mate = self.arena.edges(id).iter().enumerate().find_map(|(i, edge)| {
             let mut next = position.clone();
             next.play(position.unpack_move(edge.mv));
             (next.is_check() && next.count_legal_moves() == 0).then(|| (i, next.hash()))
         });
-        let Some((i, hash)) = mate else { return };
+        let Some((i, hash)) = mate else { return false };
         self.arena.edges_mut(id)[..=i].rotate_right(1);
         let child = self.node_for(hash);
         self.arena.nodes[child as usize].set_terminal(1);
         self.arena.set_child(id, 0, child);
         self.update_bounds(id);
+        true
     }
 
     fn backup(&mut self, path: std::ops::Range<usize>, mut wl: f32, d: f32, mut m: f32) {
