@@ -252,8 +252,7 @@ impl CapaBackend for Flex {
         };
         let (x, weight, bias) = (contiguous(x), contiguous(weight), bias.map(contiguous));
         let (input_len, weight_len, output_len) = shape.lens();
-        let mut out =
-            zeroed(Shape::new([shape.batch, shape.outputs, shape.height, shape.width]));
+        let mut out = zeroed(Shape::new([shape.batch, shape.outputs, shape.height, shape.width]));
         cpu_conv::forward(
             shape,
             &x.storage::<f32>()[..input_len],
