@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::ops::AdamWStep;
 
 /// Elements per parallel task: large enough to amortise the scheduling.
-const CHUNK: usize = 1 << 14;
+pub(crate) const CHUNK: usize = 1 << 14;
 
 /// `e^x` within about 2 ulp for `x` in [-87, 88]; below -87 it gives
 /// `e^-87`, which is zero to anything it is added to.

@@ -13,7 +13,9 @@ use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
-use crate::ops::{CapaBackend, biased_attention, channel_moments, conv_same, mish, scale_shift_mish, swap_last_dims};
+use crate::ops::{
+    CapaBackend, biased_attention, channel_moments, conv_same, dense, mish, scale_shift_mish, swap_last_dims,
+};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -141,7 +143,7 @@ impl<B: CapaBackend> SqueezeExcitation<B> {
     /// The scale and bias, `[batch, channels]` each, for channel means `pooled`.
     fn excitation(&self, pooled: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
         let channels = pooled.dims()[1];
-        let excitation = self.excite.forward(mish(self.squeeze.forward(pooled)));
+        let excitation = dense(&self.excite, mish(dense(&self.squeeze, pooled)));
         (sigmoid(excitation.clone().narrow(1, 0, channels)), excitation.narrow(1, channels, channels))
     }
 }
@@ -227,15 +229,15 @@ impl<B: CapaBackend> TransformerBlock<B> {
         let h = self.attention_norm.forward(x.clone());
         let bias = self.position_bias.val().select(1, positions).reshape([self.heads, squares, squares]);
         let context = biased_attention(
-            tokens(self.query.forward(h.clone())),
-            tokens(self.key.forward(h.clone())),
-            tokens(self.value.forward(h)),
+            tokens(dense(&self.query, h.clone())),
+            tokens(dense(&self.key, h.clone())),
+            tokens(dense(&self.value, h)),
             bias,
             self.heads,
         );
-        let x = x + self.out.forward(context.reshape([batch * squares, width]));
+        let x = x + dense(&self.out, context.reshape([batch * squares, width]));
         let h = self.ffn_norm.forward(x.clone());
-        tokens(x + self.ffn_out.forward(mish(self.ffn_in.forward(h))))
+        tokens(x + dense(&self.ffn_out, mish(dense(&self.ffn_in, h))))
     }
 }
 
@@ -270,7 +272,7 @@ impl<B: CapaBackend> PolicyHead<B> {
     }
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
-        self.out.forward(mish(self.conv.forward(x)).flatten(1, 3))
+        dense(&self.out, mish(self.conv.forward(x)).flatten(1, 3))
     }
 }
 
@@ -293,7 +295,7 @@ impl<B: CapaBackend> ScalarHead<B> {
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
         let h = mish(self.conv.forward(x)).flatten(1, 3);
-        self.out.forward(mish(self.hidden.forward(h)))
+        dense(&self.out, mish(dense(&self.hidden, h)))
     }
 }
 
@@ -546,6 +548,36 @@ mod tests {
             assert_close(w1.grad(&g1).unwrap(), w2.grad(&g2).unwrap(), 1e-4);
             if with_bias {
                 assert_close(b1.grad(&g1).unwrap(), b2.grad(&g2).unwrap(), 1e-4);
+            }
+        }
+    }
+
+    /// The dense op (capa's CPU kernels, through the shared layer node) gives
+    /// burn's `Linear` and its three gradients: a product small enough for
+    /// one thread, one whose weight gradient each core sums over its share of
+    /// the rows, and one shared out tile by tile.
+    #[test]
+    fn dense_op_matches_burns_linear_with_its_gradients() {
+        type Ad = burn::backend::Autodiff<Flex>;
+        for ([rows, inputs, outputs], with_bias) in
+            [([3, 7, 5], true), ([2048, 24, 16], true), ([300, 700, 40], false), ([1, 9, 4], true)]
+        {
+            let normal =
+                |shape: [usize; 2]| Tensor::<Flex, 2>::random(shape, Distribution::Normal(0.0, 1.0), &FlexDevice);
+            let layer = LinearConfig::new(inputs, outputs).with_bias(with_bias).init::<Ad>(&FlexDevice);
+            let (x, output_weights) = (normal([rows, inputs]), Tensor::<Ad, 2>::from_inner(normal([rows, outputs])));
+            let (x1, x2) =
+                (Tensor::<Ad, 2>::from_inner(x.clone()).require_grad(), Tensor::<Ad, 2>::from_inner(x).require_grad());
+            let (ours, reference) = (dense(&layer, x1.clone()), layer.forward(x2.clone()));
+            assert_close(ours.clone().inner(), reference.clone().inner(), 1e-5);
+            let g1 = (ours * output_weights.clone()).sum().backward();
+            let g2 = (reference * output_weights).sum().backward();
+            let what = format!("{rows} x {inputs} -> {outputs}");
+            assert_close(x1.grad(&g1).expect(&what), x2.grad(&g2).unwrap(), 1e-4);
+            let weight = layer.weight.val();
+            assert_close(weight.grad(&g1).expect(&what), weight.grad(&g2).unwrap(), 1e-4);
+            if let Some(bias) = &layer.bias {
+                assert_close(bias.val().grad(&g1).expect(&what), bias.val().grad(&g2).unwrap(), 1e-4);
             }
         }
     }

@@ -1,6 +1,8 @@
 //! [`CapaBackend`] for burn's `Autodiff`: each op is one graph node whose
 //! backward pass calls the inner backend's analytic backward op.
 
+use std::marker::PhantomData;
+
 use burn::backend::Autodiff;
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -65,57 +67,11 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
         weight: FloatTensor<Self>,
         bias: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
-        /// Parents: input, weight and (when there is one) bias.
-        #[derive(Debug)]
-        struct ConvBackward<const PARENTS: usize>;
+        weighted_layer::<Convolution, B, C>(x, weight, bias)
+    }
 
-        impl<B: CapaBackend, const PARENTS: usize> Backward<B, PARENTS> for ConvBackward<PARENTS> {
-            type State = (NodeId, NodeId);
-
-            fn backward(self, ops: Ops<Self::State, PARENTS>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
-                let grad = grads.consume::<B>(&ops.node);
-                let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.0);
-                let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.1);
-                let [node_x, node_weight] = [&ops.parents[0], &ops.parents[1]];
-                if let Some(node) = node_x {
-                    grads.register::<B>(node.id, B::conv_same_x_backward(x.clone(), weight.clone(), grad.clone()));
-                }
-                if let Some(node) = node_weight {
-                    grads.register::<B>(node.id, B::conv_same_weight_backward(x, weight, grad.clone()));
-                }
-                if let Some(Some(node)) = ops.parents.get(2) {
-                    grads.register::<B>(node.id, B::conv_same_bias_backward(grad));
-                }
-            }
-        }
-
-        fn record<B: CapaBackend, C: CheckpointStrategy, const PARENTS: usize>(
-            kind: OpsKind<ConvBackward<PARENTS>, B, (NodeId, NodeId), C, PARENTS>,
-            x: FloatTensor<Autodiff<B, C>>,
-            weight: FloatTensor<Autodiff<B, C>>,
-            bias: Option<B::FloatTensorPrimitive>,
-        ) -> FloatTensor<Autodiff<B, C>> {
-            match kind {
-                OpsKind::Tracked(mut prep) => {
-                    let state = (prep.checkpoint(&x), prep.checkpoint(&weight));
-                    prep.finish(state, B::conv_same(x.primitive, weight.primitive, bias))
-                }
-                OpsKind::UnTracked(prep) => prep.finish(B::conv_same(x.primitive, weight.primitive, bias)),
-            }
-        }
-
-        match bias {
-            Some(bias) => {
-                let parents = [x.node.clone(), weight.node.clone(), bias.node.clone()];
-                let kind = ConvBackward::<3>.prepare::<C>(parents).compute_bound().stateful();
-                record(kind, x, weight, Some(bias.primitive))
-            }
-            None => {
-                let kind =
-                    ConvBackward::<2>.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful();
-                record(kind, x, weight, None)
-            }
-        }
+    fn dense(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+        weighted_layer::<Dense, B, C>(x, weight, bias)
     }
 
     fn biased_attention(
@@ -255,6 +211,133 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
                 let kind = ScaleShiftMishBackward::<3>.prepare::<C>(parents).compute_bound().stateful();
                 record(kind, [x, scale, shift], None)
             }
+        }
+    }
+}
+
+/// A layer `f(x, weight) + bias` whose three gradients the inner backend
+/// computes: a convolution or a dense layer.
+trait WeightedLayer: core::fmt::Debug + Send + Sync + 'static {
+    fn forward<B: CapaBackend>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        bias: Option<FloatTensor<B>>,
+    ) -> FloatTensor<B>;
+    fn x_backward<B: CapaBackend>(x: FloatTensor<B>, weight: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B>;
+    fn weight_backward<B: CapaBackend>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        grad: FloatTensor<B>,
+    ) -> FloatTensor<B>;
+    fn bias_backward<B: CapaBackend>(grad: FloatTensor<B>) -> FloatTensor<B>;
+}
+
+/// [`CapaBackend::conv_same`].
+#[derive(Debug)]
+struct Convolution;
+
+impl WeightedLayer for Convolution {
+    fn forward<B: CapaBackend>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        bias: Option<FloatTensor<B>>,
+    ) -> FloatTensor<B> {
+        B::conv_same(x, weight, bias)
+    }
+    fn x_backward<B: CapaBackend>(x: FloatTensor<B>, weight: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+        B::conv_same_x_backward(x, weight, grad)
+    }
+    fn weight_backward<B: CapaBackend>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        grad: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        B::conv_same_weight_backward(x, weight, grad)
+    }
+    fn bias_backward<B: CapaBackend>(grad: FloatTensor<B>) -> FloatTensor<B> {
+        B::conv_same_bias_backward(grad)
+    }
+}
+
+/// [`CapaBackend::dense`].
+#[derive(Debug)]
+struct Dense;
+
+impl WeightedLayer for Dense {
+    fn forward<B: CapaBackend>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        bias: Option<FloatTensor<B>>,
+    ) -> FloatTensor<B> {
+        B::dense(x, weight, bias)
+    }
+    fn x_backward<B: CapaBackend>(_: FloatTensor<B>, weight: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+        B::dense_x_backward(weight, grad)
+    }
+    fn weight_backward<B: CapaBackend>(x: FloatTensor<B>, _: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+        B::dense_weight_backward(x, grad)
+    }
+    fn bias_backward<B: CapaBackend>(grad: FloatTensor<B>) -> FloatTensor<B> {
+        B::dense_bias_backward(grad)
+    }
+}
+
+/// One graph node for a [`WeightedLayer`]; parents: input, weight and
+/// (when there is one) bias.
+#[derive(Debug)]
+struct WeightedLayerBackward<L, const PARENTS: usize>(PhantomData<L>);
+
+impl<B: CapaBackend, L: WeightedLayer, const PARENTS: usize> Backward<B, PARENTS>
+    for WeightedLayerBackward<L, PARENTS>
+{
+    type State = (NodeId, NodeId);
+
+    fn backward(self, ops: Ops<Self::State, PARENTS>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let grad = grads.consume::<B>(&ops.node);
+        let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.0);
+        let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.1);
+        if let Some(node) = &ops.parents[0] {
+            grads.register::<B>(node.id, L::x_backward::<B>(x.clone(), weight.clone(), grad.clone()));
+        }
+        if let Some(node) = &ops.parents[1] {
+            grads.register::<B>(node.id, L::weight_backward::<B>(x, weight, grad.clone()));
+        }
+        if let Some(Some(node)) = ops.parents.get(2) {
+            grads.register::<B>(node.id, L::bias_backward::<B>(grad));
+        }
+    }
+}
+
+fn weighted_layer<L: WeightedLayer, B: CapaBackend, C: CheckpointStrategy>(
+    x: FloatTensor<Autodiff<B, C>>,
+    weight: FloatTensor<Autodiff<B, C>>,
+    bias: Option<FloatTensor<Autodiff<B, C>>>,
+) -> FloatTensor<Autodiff<B, C>> {
+    fn record<L: WeightedLayer, B: CapaBackend, C: CheckpointStrategy, const PARENTS: usize>(
+        kind: OpsKind<WeightedLayerBackward<L, PARENTS>, B, (NodeId, NodeId), C, PARENTS>,
+        x: FloatTensor<Autodiff<B, C>>,
+        weight: FloatTensor<Autodiff<B, C>>,
+        bias: Option<B::FloatTensorPrimitive>,
+    ) -> FloatTensor<Autodiff<B, C>> {
+        match kind {
+            OpsKind::Tracked(mut prep) => {
+                let state = (prep.checkpoint(&x), prep.checkpoint(&weight));
+                prep.finish(state, L::forward::<B>(x.primitive, weight.primitive, bias))
+            }
+            OpsKind::UnTracked(prep) => prep.finish(L::forward::<B>(x.primitive, weight.primitive, bias)),
+        }
+    }
+
+    match bias {
+        Some(bias) => {
+            let parents = [x.node.clone(), weight.node.clone(), bias.node.clone()];
+            let kind = WeightedLayerBackward::<L, 3>(PhantomData).prepare::<C>(parents).compute_bound().stateful();
+            record(kind, x, weight, Some(bias.primitive))
+        }
+        None => {
+            let parents = [x.node.clone(), weight.node.clone()];
+            let kind = WeightedLayerBackward::<L, 2>(PhantomData).prepare::<C>(parents).compute_bound().stateful();
+            record(kind, x, weight, None)
         }
     }
 }

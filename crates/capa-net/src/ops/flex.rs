@@ -4,24 +4,32 @@
 //! shape) goes to the tensor-op formulation.
 
 use burn::backend::Flex;
-use burn::backend::flex::FlexTensor;
-use burn::tensor::DType;
+use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::ops::{FloatTensorOps, ModuleOps};
+use burn::tensor::{Bytes, DType};
+use rayon::prelude::*;
 
 use super::*;
-use crate::{cpu_attention, cpu_conv, cpu_elementwise};
+use crate::{cpu_attention, cpu_conv, cpu_elementwise, cpu_gemm};
 
 /// The f32 values of `x`, contiguous from offset 0 (a copy only when not).
 fn contiguous(x: FlexTensor) -> FlexTensor {
     if x.layout().contiguous_offsets().is_some_and(|(start, _)| start == 0) { x } else { x.to_contiguous() }
 }
 
-/// A zeroed f32 tensor for a kernel's output. `FlexTensor::empty` would do
-/// as much, but it allocates bytes and then copies them to a fresh,
-/// 16-byte-aligned buffer: two passes over every output on one core, about
-/// a tenth of a training step's wall clock.
+/// A zeroed f32 tensor for a kernel's output, cleared on every core.
+/// `FlexTensor::empty` and `filled_typed` clear on the calling thread
+/// (`empty` then copies to an aligned buffer): with the kernels themselves
+/// shared among the cores, that single-core pass per output was a tenth of
+/// a training step's wall clock.
 fn zeroed(shape: Shape) -> FlexTensor {
-    FlexTensor::filled_typed(shape, DType::F32, 0.0f32)
+    let mut data = Vec::new();
+    (0..shape.num_elements())
+        .into_par_iter()
+        .with_min_len(cpu_elementwise::CHUNK)
+        .map(|_| 0.0f32)
+        .collect_into_vec(&mut data);
+    FlexTensor::new(Bytes::from_elems(data), Layout::contiguous(shape), DType::F32)
 }
 
 impl CapaBackend for Flex {
@@ -63,6 +71,74 @@ impl CapaBackend for Flex {
         let mut x = x.to_contiguous();
         cpu_elementwise::softmax_rows(&mut x.storage_mut::<f32>()[..dims.num_elements()], row_len, |x, _| x);
         x
+    }
+
+    fn dense(x: FlexTensor, weight: FlexTensor, bias: Option<FlexTensor>) -> FlexTensor {
+        let Some(shape) =
+            dense_shape(&x, &weight).filter(|shape| bias.as_ref().is_none_or(|b| fits(b, &[shape.outputs])))
+        else {
+            return Flex::linear(x, weight, bias);
+        };
+        let (x, weight, bias) = (contiguous(x), contiguous(weight), bias.map(contiguous));
+        let (input_len, weight_len, output_len) = shape.lens();
+        let mut out = zeroed(Shape::new([shape.rows, shape.outputs]));
+        cpu_gemm::dense(
+            shape,
+            &x.storage::<f32>()[..input_len],
+            &weight.storage::<f32>()[..weight_len],
+            bias.as_ref().map(|bias| &bias.storage::<f32>()[..shape.outputs]),
+            &mut out.storage_mut::<f32>()[..output_len],
+        );
+        out
+    }
+
+    fn dense_x_backward(weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        let Some(shape) = dense_grad_shape(&weight, &grad) else {
+            return Flex::linear_x_backward(weight, grad);
+        };
+        let (weight, grad) = (contiguous(weight), contiguous(grad));
+        let (input_len, weight_len, output_len) = shape.lens();
+        let mut out = zeroed(Shape::new([shape.rows, shape.inputs]));
+        cpu_gemm::dense_input_grad(
+            shape,
+            &weight.storage::<f32>()[..weight_len],
+            &grad.storage::<f32>()[..output_len],
+            &mut out.storage_mut::<f32>()[..input_len],
+        );
+        out
+    }
+
+    fn dense_weight_backward(x: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        let shape = match (matrix_dims(&x), matrix_dims(&grad)) {
+            (Some([rows, inputs]), Some([grad_rows, outputs])) if rows == grad_rows => {
+                cpu_gemm::DenseShape { rows, inputs, outputs }
+            }
+            _ => return Flex::linear_weight_backward(x, grad),
+        };
+        let (x, grad) = (contiguous(x), contiguous(grad));
+        let (input_len, weight_len, output_len) = shape.lens();
+        let mut out = zeroed(Shape::new([shape.inputs, shape.outputs]));
+        cpu_gemm::dense_weight_grad(
+            shape,
+            &x.storage::<f32>()[..input_len],
+            &grad.storage::<f32>()[..output_len],
+            &mut out.storage_mut::<f32>()[..weight_len],
+        );
+        out
+    }
+
+    fn dense_bias_backward(grad: FlexTensor) -> FlexTensor {
+        let Some([rows, outputs]) = matrix_dims(&grad).filter(|&[_, outputs]| outputs > 0) else {
+            return Flex::linear_bias_backward(grad);
+        };
+        let grad = contiguous(grad);
+        let mut out = zeroed(Shape::new([outputs]));
+        cpu_gemm::dense_bias_grad(
+            &grad.storage::<f32>()[..rows * outputs],
+            outputs,
+            &mut out.storage_mut::<f32>()[..outputs],
+        );
+        out
     }
 
     fn biased_attention(q: FlexTensor, k: FlexTensor, v: FlexTensor, bias: FlexTensor, heads: usize) -> FlexTensor {
@@ -384,4 +460,28 @@ fn conv_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<cpu_conv::ConvShape
         width: dims[3],
         kernel: kernel[2],
     })
+}
+
+/// `[rows, columns]` of an f32 matrix.
+fn matrix_dims(x: &FlexTensor) -> Option<[usize; 2]> {
+    let dims = x.layout().shape();
+    (x.dtype() == DType::F32 && dims.num_dims() == 2).then(|| [dims[0], dims[1]])
+}
+
+/// Whether `x` is an f32 tensor of exactly these dimensions.
+fn fits(x: &FlexTensor, dims: &[usize]) -> bool {
+    x.dtype() == DType::F32 && x.layout().shape().as_slice() == dims
+}
+
+/// The dimensions of a dense layer our kernels run: f32 `x` `[rows,
+/// inputs]` and `weight` `[inputs, outputs]`.
+fn dense_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<cpu_gemm::DenseShape> {
+    let ([rows, inputs], [weight_inputs, outputs]) = (matrix_dims(x)?, matrix_dims(weight)?);
+    (inputs == weight_inputs).then_some(cpu_gemm::DenseShape { rows, inputs, outputs })
+}
+
+/// The dimensions of a dense layer from its weight and its output's gradient.
+fn dense_grad_shape(weight: &FlexTensor, grad: &FlexTensor) -> Option<cpu_gemm::DenseShape> {
+    let ([inputs, outputs], [rows, grad_outputs]) = (matrix_dims(weight)?, matrix_dims(grad)?);
+    (outputs == grad_outputs).then_some(cpu_gemm::DenseShape { rows, inputs, outputs })
 }

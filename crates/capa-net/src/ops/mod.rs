@@ -13,6 +13,7 @@
 //! functions the model calls; `autodiff` the graph nodes; `flex` the CPU
 //! glue to the `crate::cpu_*` kernels.
 
+use burn::nn::Linear;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{ConvOptions, FloatTensor};
@@ -80,6 +81,30 @@ pub trait CapaBackend: Backend {
     /// gradient summed over samples and squares.
     fn conv_same_bias_backward(grad: FloatTensor<Self>) -> FloatTensor<Self> {
         bias_grad_with_tensor_ops::<Self>(grad)
+    }
+
+    /// A fully connected layer, `x weight + bias`: `x` `[rows, inputs]`,
+    /// `weight` `[inputs, outputs]` (burn's `Linear` layout), `bias`
+    /// `[outputs]`. burn's own `linear` on the CPU allocates and clears its
+    /// output on one core, and adds the bias in a pass of its own.
+    fn dense(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+        Self::linear(x, weight, bias)
+    }
+
+    /// The gradient of [`dense`](Self::dense)'s input, given its output's gradient.
+    fn dense_x_backward(weight: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::linear_x_backward(weight, grad)
+    }
+
+    /// The gradient of [`dense`](Self::dense)'s weight.
+    fn dense_weight_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::linear_weight_backward(x, grad)
+    }
+
+    /// The gradient of [`dense`](Self::dense)'s bias: the output's gradient
+    /// summed over the rows.
+    fn dense_bias_backward(grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::linear_bias_backward(grad)
     }
 
     /// Multi-head attention with an additive bias: `q`, `k`, `v` are
@@ -424,6 +449,15 @@ pub fn biased_attention<B: CapaBackend>(
 ) -> Tensor<B, 3> {
     let [q, k, v, bias] = [q, k, v, bias].map(|t| t.into_primitive().tensor());
     Tensor::from_primitive(TensorPrimitive::Float(B::biased_attention(q, k, v, bias, heads)))
+}
+
+/// [`CapaBackend::dense`] on tensors: `layer` applied to `x` `[rows, inputs]`.
+pub fn dense<B: CapaBackend>(layer: &Linear<B>, x: Tensor<B, 2>) -> Tensor<B, 2> {
+    Tensor::from_primitive(TensorPrimitive::Float(B::dense(
+        x.into_primitive().tensor(),
+        layer.weight.val().into_primitive().tensor(),
+        layer.bias.as_ref().map(|bias| bias.val().into_primitive().tensor()),
+    )))
 }
 
 /// [`CapaBackend::conv_same`] on tensors.
