@@ -134,7 +134,7 @@ pub fn load_net_into<B: CapaBackend>(net: Net<B>, path: &Path) -> Result<Net<B>,
 /// when the tensors cannot be serialised.
 pub fn save_checkpoint<B: CapaAutodiffBackend>(trainer: &Trainer<B>, path: &Path) -> Result<(), NetError> {
     let mut tensors = Tensors::new();
-    collect(&trainer.model, "net.", &mut tensors);
+    collect(trainer.model(), "net.", &mut tensors);
     if let Some(ema) = &trainer.ema {
         collect(ema, "ema.", &mut tensors);
     }
@@ -153,7 +153,7 @@ pub fn save_checkpoint<B: CapaAutodiffBackend>(trainer: &Trainer<B>, path: &Path
             store("second", second);
         }
     }
-    let mut metadata = metadata(trainer.model.config());
+    let mut metadata = metadata(trainer.model().config());
     metadata.insert(KEY_STEP.to_string(), trainer.step.to_string());
     let optimizer = serde_json::to_string(&trainer.config.optimizer).expect("serialises");
     metadata.insert(KEY_OPTIMIZER.to_string(), optimizer);

@@ -268,6 +268,163 @@ pub fn adamw(state: AdamWState, gradient: &[f32], step: AdamWStep) {
         });
 }
 
+/// The gradients of a layer normalisation of each `gamma.len()`-wide row
+/// of `x`: `dx` in place, and the returned `[dgamma, dbeta]` (summed over
+/// the rows). With `xhat` the normalised row and `gy = grad gamma`: `dx =
+/// (gy - mean(gy) - xhat mean(gy xhat)) / sqrt(var + epsilon)`.
+pub fn layer_norm_backward(x: &[f32], gamma: &[f32], grad: &[f32], epsilon: f32, dx: &mut [f32]) -> [Vec<f32>; 2] {
+    let width = gamma.len();
+    assert!(
+        width > 0 && x.len().is_multiple_of(width) && grad.len() == x.len() && dx.len() == x.len(),
+        "layer norm: lengths"
+    );
+    let rows_per_task = CHUNK.div_ceil(width);
+    let per_task = dx
+        .par_chunks_mut(rows_per_task * width)
+        .zip(x.par_chunks(rows_per_task * width).zip(grad.par_chunks(rows_per_task * width)))
+        .map(|(dx, (x, grad))| {
+            let (mut dgamma, mut dbeta) = (vec![0.0f32; width], vec![0.0f32; width]);
+            vectorized(|| {
+                for ((dx, x), grad) in
+                    dx.chunks_exact_mut(width).zip(x.chunks_exact(width)).zip(grad.chunks_exact(width))
+                {
+                    let n = width as f32;
+                    let mean = fold_lanes(x, 0.0, |s, v| s + v) / n;
+                    // dx holds the centred row for now.
+                    dx.iter_mut().zip(x).for_each(|(d, &v)| *d = v - mean);
+                    let rstd = 1.0 / (dot(dx, dx) / n + epsilon).sqrt();
+                    dx.iter_mut().for_each(|d| *d *= rstd);
+                    let (mut gy_sum, mut gy_xhat_sum) = (0.0f32, 0.0f32);
+                    for (((&xhat, &g), &gamma), (dgamma, dbeta)) in
+                        dx.iter().zip(grad).zip(gamma).zip(dgamma.iter_mut().zip(dbeta.iter_mut()))
+                    {
+                        *dgamma += g * xhat;
+                        *dbeta += g;
+                        gy_sum += g * gamma;
+                        gy_xhat_sum += g * gamma * xhat;
+                    }
+                    let (gy_mean, gy_xhat_mean) = (gy_sum / n, gy_xhat_sum / n);
+                    dx.iter_mut()
+                        .zip(grad)
+                        .zip(gamma)
+                        .for_each(|((d, &g), &gamma)| *d = rstd * (g * gamma - gy_mean - *d * gy_xhat_mean));
+                }
+            });
+            [dgamma, dbeta]
+        });
+    per_task
+        .reduce_with(|[mut dgamma, mut dbeta], [part_gamma, part_beta]| {
+            dgamma.iter_mut().zip(&part_gamma).for_each(|(t, p)| *t += p);
+            dbeta.iter_mut().zip(&part_beta).for_each(|(t, p)| *t += p);
+            [dgamma, dbeta]
+        })
+        .unwrap_or_else(|| [vec![0.0; width], vec![0.0; width]])
+}
+
+/// A batch of rows for [`soft_cross_entropy_rows`]: logits, soft targets and
+/// which entries are legal (1) or replaced by `illegal_logit` (0), `classes` per row.
+#[derive(Clone, Copy)]
+pub struct CrossEntropy<'a> {
+    /// The logits.
+    pub logits: &'a [f32],
+    /// The target distributions (or rows of zeros).
+    pub targets: &'a [f32],
+    /// One byte per logit, 0 for an illegal entry; `None`: every entry legal.
+    pub legal: Option<&'a [u8]>,
+    /// What an illegal entry's logit becomes.
+    pub illegal_logit: f32,
+    /// Entries per row.
+    pub classes: usize,
+}
+
+impl CrossEntropy<'_> {
+    fn rows(&self) -> usize {
+        assert!(
+            self.classes > 0
+                && self.logits.len().is_multiple_of(self.classes)
+                && self.targets.len() == self.logits.len()
+                && self.legal.is_none_or(|legal| legal.len() == self.logits.len()),
+            "cross-entropy: lengths"
+        );
+        self.logits.len() / self.classes
+    }
+
+    /// Runs `row(index, logits, targets)` on every row in parallel, with
+    /// each row's logits copied to a buffer and its illegal entries replaced.
+    fn for_each_row<R: Send>(&self, out: &mut [R], row: impl Fn(usize, &mut [f32], &[f32], &mut R) + Sync) {
+        let classes = self.classes;
+        let rows_per_task = CHUNK.div_ceil(classes);
+        out.par_chunks_mut(rows_per_task).enumerate().for_each(|(task, out)| {
+            let mut logits = vec![0.0f32; classes];
+            vectorized(|| {
+                for (i, out) in out.iter_mut().enumerate() {
+                    let index = task * rows_per_task + i;
+                    let span = index * classes..(index + 1) * classes;
+                    logits.copy_from_slice(&self.logits[span.clone()]);
+                    if let Some(legal) = self.legal {
+                        logits.iter_mut().zip(&legal[span.clone()]).for_each(|(l, &ok)| {
+                            if ok == 0 {
+                                *l = self.illegal_logit;
+                            }
+                        });
+                    }
+                    row(index, &mut logits, &self.targets[span], out);
+                }
+            });
+        });
+    }
+}
+
+/// `log sum exp` of a row.
+#[inline(always)]
+fn log_sum_exp(logits: &[f32]) -> f32 {
+    let max = fold_lanes(logits, f32::NEG_INFINITY, |m, x| if x > m { x } else { m });
+    max + sum_lanes(logits, |x| exp(x - max)).ln()
+}
+
+/// `out[row] = -sum_j t_j log softmax(l)_j = sum_j t_j (lse(l) - l_j)`.
+pub fn soft_cross_entropy_rows(input: CrossEntropy, out: &mut [f32]) {
+    assert_eq!(out.len(), input.rows(), "cross-entropy: one loss per row");
+    input.for_each_row(out, |_, logits, targets, loss| {
+        let lse = log_sum_exp(logits);
+        *loss = logits.iter().zip(targets).map(|(&l, &t)| t * (lse - l)).sum();
+    });
+}
+
+/// The logits' gradient of [`soft_cross_entropy_rows`] given each row's
+/// gradient: `grad (sum(t) softmax(l) - t)`, zero at illegal entries.
+pub fn soft_cross_entropy_rows_backward(input: CrossEntropy, grad: &[f32], dlogits: &mut [f32]) {
+    let (rows, classes) = (input.rows(), input.classes);
+    assert!(grad.len() == rows && dlogits.len() == rows * classes, "cross-entropy: gradient lengths");
+    let mut rows_out: Vec<&mut [f32]> = dlogits.chunks_exact_mut(classes).collect();
+    input.for_each_row(&mut rows_out, |index, logits, targets, dlogits| {
+        let lse = log_sum_exp(logits);
+        let mass = fold_lanes(targets, 0.0, |s, t| s + t);
+        let g = grad[index];
+        dlogits.iter_mut().zip(logits.iter()).zip(targets).for_each(|((d, &l), &t)| *d = g * (mass * exp(l - lse) - t));
+        if let Some(legal) = input.legal {
+            dlogits.iter_mut().zip(&legal[index * classes..(index + 1) * classes]).for_each(|(d, &ok)| {
+                if ok == 0 {
+                    *d = 0.0;
+                }
+            });
+        }
+    });
+}
+
+/// `average = average decay + current (1 - decay)`, in place.
+pub fn moving_average(average: &mut [f32], current: &[f32], decay: f32) {
+    assert_eq!(average.len(), current.len(), "moving average: lengths differ");
+    average.par_chunks_mut(CHUNK).zip(current.par_chunks(CHUNK)).for_each(|(average, current)| {
+        vectorized(|| average.iter_mut().zip(current).for_each(|(a, &c)| *a = *a * decay + c * (1.0 - decay)))
+    });
+}
+
+/// `sum(x[i]^2)`: f32 within a chunk, the chunks' sums added in f64.
+pub fn sum_of_squares(x: &[f32]) -> f32 {
+    x.par_chunks(CHUNK).map(|x| f64::from(vectorized(|| dot(x, x)))).sum::<f64>() as f32
+}
+
 /// Softmax of each `row_len` run of `values` in place, after replacing each
 /// value `x` at index `i` by `logit(x, i)`; rows in parallel.
 pub fn softmax_rows(values: &mut [f32], row_len: usize, logit: impl Fn(f32, usize) -> f32 + Sync) {
@@ -322,6 +479,21 @@ fn fold_lanes(values: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
         }
     }
     lanes.iter().fold(tail, |acc, &x| f(acc, x))
+}
+
+/// `sum(g(values[i]))` in 16 independent lanes (see [`fold_lanes`]).
+#[inline(always)]
+fn sum_lanes(values: &[f32], g: impl Fn(f32) -> f32) -> f32 {
+    const LANES: usize = 16;
+    let mut lanes = [0.0f32; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let tail: f32 = chunks.remainder().iter().map(|&x| g(x)).sum();
+    for chunk in chunks {
+        for lane in 0..LANES {
+            lanes[lane] += g(chunk[lane]);
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// Runs `work` compiled for the widest vector unit the CPU has: `work` is

@@ -1,10 +1,10 @@
 //! The four losses and their weights.
 
 use burn::prelude::*;
-use burn::tensor::activation::log_softmax;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{MOVES_LEFT_SCALE, NetOutput};
+use crate::ops::{CapaBackend, soft_cross_entropy_rows};
 
 /// Logit given to illegal moves before the softmax: far below any real
 /// logit, yet finite so that `0 x log p` stays 0 (and within f16's range).
@@ -71,20 +71,25 @@ pub struct Losses<B: Backend> {
 
 /// Cross-entropy of `logits` against soft `targets`, averaged over the rows
 /// that have a target: a row of zeros (no target for that position) adds
-/// nothing and does not dilute the others.
-pub fn soft_cross_entropy<B: Backend>(logits: Tensor<B, 2>, targets: Tensor<B, 2>) -> Tensor<B, 1> {
+/// nothing and does not dilute the others. Where `legal` is given, the
+/// entries it marks false are masked out: their logit becomes
+/// [`ILLEGAL_LOGIT`] and they get no gradient.
+pub fn soft_cross_entropy<B: CapaBackend>(
+    logits: Tensor<B, 2>,
+    targets: Tensor<B, 2>,
+    legal: Option<Tensor<B, 2, Bool>>,
+) -> Tensor<B, 1> {
     let rows = targets.clone().sum_dim(1).greater_elem(0.0).float().sum().clamp_min(1.0);
-    (log_softmax(logits, 1) * targets).sum().neg() / rows
+    soft_cross_entropy_rows(logits, targets, legal, ILLEGAL_LOGIT).sum() / rows
 }
 
 /// The losses of `output` against `targets`.
-pub fn losses<B: Backend>(output: NetOutput<B>, targets: Targets<B>, weights: &LossWeights) -> Losses<B> {
-    let illegal = targets.legal.bool_not();
-    let policy = soft_cross_entropy(output.policy.mask_fill(illegal, ILLEGAL_LOGIT), targets.policy);
-    let wdl = soft_cross_entropy(output.wdl, targets.wdl);
+pub fn losses<B: CapaBackend>(output: NetOutput<B>, targets: Targets<B>, weights: &LossWeights) -> Losses<B> {
+    let policy = soft_cross_entropy(output.policy, targets.policy, Some(targets.legal));
+    let wdl = soft_cross_entropy(output.wdl, targets.wdl, None);
     let moves_left = huber(output.moves_left, targets.moves_left.div_scalar(MOVES_LEFT_SCALE));
     let future = match output.future {
-        Some(logits) => soft_cross_entropy(logits, targets.future),
+        Some(logits) => soft_cross_entropy(logits, targets.future, None),
         None => policy.zeros_like(),
     };
     let total = policy.clone().mul_scalar(weights.policy)
@@ -114,14 +119,14 @@ mod tests {
         let one_hot = Tensor::<Flex, 2>::from_floats([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], &FlexDevice);
         let alone = Tensor::<Flex, 2>::from_floats([[2.0, 0.0, -1.0]], &FlexDevice);
         let target = Tensor::<Flex, 2>::from_floats([[1.0, 0.0, 0.0]], &FlexDevice);
-        let with_empty_row: f32 = soft_cross_entropy(logits, one_hot).into_scalar();
-        let without: f32 = soft_cross_entropy(alone, target).into_scalar();
+        let with_empty_row: f32 = soft_cross_entropy(logits, one_hot, None).into_scalar();
+        let without: f32 = soft_cross_entropy(alone, target, None).into_scalar();
         // -log softmax(2, 0, -1)[0] = log(1 + e^-2 + e^-3)
         let expected = (1.0 + (-2.0f32).exp() + (-3.0f32).exp()).ln();
         assert!((without - expected).abs() < 1e-6, "{without} vs {expected}");
         assert!((with_empty_row - expected).abs() < 1e-6, "an empty row diluted the mean: {with_empty_row}");
         let nothing = Tensor::<Flex, 2>::zeros([2, 3], &FlexDevice);
         let logits = Tensor::<Flex, 2>::ones([2, 3], &FlexDevice);
-        assert_eq!(soft_cross_entropy(logits, nothing).into_scalar(), 0.0, "no target at all is no loss");
+        assert_eq!(soft_cross_entropy(logits, nothing, None).into_scalar(), 0.0, "no target at all is no loss");
     }
 }

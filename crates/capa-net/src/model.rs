@@ -14,7 +14,8 @@ use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
 use crate::ops::{
-    CapaBackend, biased_attention, channel_moments, conv_same, dense, mish, scale_shift_mish, swap_last_dims,
+    CapaBackend, LAYER_NORM_EPSILON, biased_attention, channel_moments, conv_same, dense, layer_norm, mish,
+    scale_shift_mish, swap_last_dims,
 };
 
 /// Output layers start this small, so a fresh network gives near-uniform
@@ -206,13 +207,13 @@ impl<B: CapaBackend> TransformerBlock<B> {
         let width = config.channels;
         let offsets = (2 * config.game.ranks() - 1) * (2 * config.game.files() - 1);
         TransformerBlock {
-            attention_norm: LayerNormConfig::new(width).init(device),
+            attention_norm: LayerNormConfig::new(width).with_epsilon(LAYER_NORM_EPSILON).init(device),
             query: LinearConfig::new(width, width).init(device),
             key: LinearConfig::new(width, width).init(device),
             value: LinearConfig::new(width, width).init(device),
             out: LinearConfig::new(width, width).init(device),
             position_bias: Param::from_tensor(Tensor::zeros([config.heads, offsets], device)),
-            ffn_norm: LayerNormConfig::new(width).init(device),
+            ffn_norm: LayerNormConfig::new(width).with_epsilon(LAYER_NORM_EPSILON).init(device),
             ffn_in: LinearConfig::new(width, width * config.ffn_multiplier).init(device),
             ffn_out: LinearConfig::new(width * config.ffn_multiplier, width).init(device),
             heads: config.heads,
@@ -226,7 +227,7 @@ impl<B: CapaBackend> TransformerBlock<B> {
         // matrix: one large product each rather than one per sample.
         let x = x.reshape([batch * squares, width]);
         let tokens = |t: Tensor<B, 2>| t.reshape([batch, squares, width]);
-        let h = self.attention_norm.forward(x.clone());
+        let h = layer_norm(&self.attention_norm, x.clone());
         let bias = self.position_bias.val().select(1, positions).reshape([self.heads, squares, squares]);
         let context = biased_attention(
             tokens(dense(&self.query, h.clone())),
@@ -236,7 +237,7 @@ impl<B: CapaBackend> TransformerBlock<B> {
             self.heads,
         );
         let x = x + dense(&self.out, context.reshape([batch * squares, width]));
-        let h = self.ffn_norm.forward(x.clone());
+        let h = layer_norm(&self.ffn_norm, x.clone());
         tokens(x + dense(&self.ffn_out, mish(dense(&self.ffn_in, h))))
     }
 }
@@ -579,6 +580,128 @@ mod tests {
             if let Some(bias) = &layer.bias {
                 assert_close(bias.val().grad(&g1).expect(&what), bias.val().grad(&g2).unwrap(), 1e-4);
             }
+        }
+    }
+
+    /// The layer norm op (burn's fused forward, capa's backward kernel, one
+    /// graph node) against burn's `LayerNorm` differentiated op by op; and
+    /// the tensor-op backward the GPU backends run against the same.
+    #[test]
+    fn layer_norm_op_matches_burns_with_its_gradients() {
+        type Ad = burn::backend::Autodiff<Flex>;
+        let (rows, width) = (700, 24);
+        let normal =
+            |shape: [usize; 2], mean| Tensor::<Flex, 2>::random(shape, Distribution::Normal(mean, 2.0), &FlexDevice);
+        let mut norm = LayerNormConfig::new(width).with_epsilon(LAYER_NORM_EPSILON).init::<Ad>(&FlexDevice);
+        norm.gamma = Param::from_tensor(Tensor::from_inner(normal([1, width], 1.0).reshape([width])));
+        norm.beta = Some(Param::from_tensor(Tensor::from_inner(normal([1, width], 0.0).reshape([width]))));
+        let (x, output_weights) = (normal([rows, width], 3.0), Tensor::<Ad, 2>::from_inner(normal([rows, width], 0.0)));
+        let (x1, x2) = (
+            Tensor::<Ad, 2>::from_inner(x.clone()).require_grad(),
+            Tensor::<Ad, 2>::from_inner(x.clone()).require_grad(),
+        );
+        let (ours, reference) = (layer_norm(&norm, x1.clone()), norm.forward(x2.clone()));
+        assert_close(ours.clone().inner(), reference.clone().inner(), 1e-5);
+        let g1 = (ours * output_weights.clone()).sum().backward();
+        let g2 = (reference * output_weights.clone()).sum().backward();
+        let (gamma, beta) = (norm.gamma.val(), norm.beta.as_ref().unwrap().val());
+        let expected =
+            [x2.grad(&g2).unwrap(), gamma.grad(&g2).unwrap().unsqueeze(), beta.grad(&g2).unwrap().unsqueeze()];
+        let ours = [x1.grad(&g1).unwrap(), gamma.grad(&g1).unwrap().unsqueeze(), beta.grad(&g1).unwrap().unsqueeze()];
+        for (ours, expected) in ours.into_iter().zip(expected.clone()) {
+            assert_close(ours, expected, 1e-4);
+        }
+        let tensor_ops = crate::ops::layer_norm_backward_with_tensor_ops::<Flex>(
+            x.into_primitive().tensor(),
+            gamma.inner().into_primitive().tensor(),
+            LAYER_NORM_EPSILON,
+            output_weights.inner().into_primitive().tensor(),
+        );
+        for (ours, expected) in tensor_ops.into_iter().zip(expected) {
+            let ours = Tensor::<Flex, 2>::from_primitive(burn::tensor::TensorPrimitive::Float(ours));
+            assert_close(ours.clone().reshape(expected.dims()), expected, 1e-4);
+        }
+    }
+
+    /// The cross-entropy op (capa's kernels, one graph node) against
+    /// `mask_fill`, `log_softmax` and a product differentiated by burn, with
+    /// and without a mask, soft and one-hot targets, empty rows and a target
+    /// on a masked entry; and the tensor-op versions the GPU backends run.
+    #[test]
+    fn cross_entropy_op_matches_the_plain_formulation_with_its_gradient() {
+        use crate::ops::{
+            soft_cross_entropy_rows, soft_cross_entropy_rows_backward_with_tensor_ops,
+            soft_cross_entropy_rows_with_tensor_ops,
+        };
+        type Ad = burn::backend::Autodiff<Flex>;
+        let (rows, classes, illegal) = (37, 2644, -1.0e4);
+        let logits = Tensor::<Flex, 2>::random([rows, classes], Distribution::Normal(0.0, 3.0), &FlexDevice);
+        let legal =
+            Tensor::<Flex, 2>::random([rows, classes], Distribution::Uniform(0.0, 1.0), &FlexDevice).lower_elem(0.3);
+        let mut targets = Tensor::<Flex, 2>::random([rows, classes], Distribution::Uniform(0.0, 1.0), &FlexDevice)
+            * legal.clone().float();
+        targets = targets.clone() / targets.sum_dim(1).clamp_min(1e-6);
+        // An empty row, and a row with its whole target on one masked entry.
+        targets = targets.slice_assign([0..1, 0..classes], Tensor::zeros([1, classes], &FlexDevice));
+        let masked_entry = legal.clone().bool_not().slice([1..2, 0..classes]).float().argmax(1).into_scalar() as usize;
+        let mut one_hot = vec![0.0f32; classes];
+        one_hot[masked_entry] = 1.0;
+        let one_hot = Tensor::<Flex, 2>::from_data(TensorData::new(one_hot, [1, classes]), &FlexDevice);
+        targets = targets.slice_assign([1..2, 0..classes], one_hot);
+        let row_weights = Tensor::<Flex, 1>::random([rows], Distribution::Normal(1.0, 1.0), &FlexDevice);
+        for mask in [Some(legal), None] {
+            let (l1, l2) = (
+                Tensor::<Ad, 2>::from_inner(logits.clone()).require_grad(),
+                Tensor::<Ad, 2>::from_inner(logits.clone()).require_grad(),
+            );
+            let t = Tensor::<Ad, 2>::from_inner(targets.clone());
+            let ours = soft_cross_entropy_rows(l1.clone(), t.clone(), mask.clone().map(Tensor::from_inner), illegal);
+            let masked = match &mask {
+                Some(legal) => l2.clone().mask_fill(Tensor::from_inner(legal.clone().bool_not()), illegal),
+                None => l2.clone(),
+            };
+            let plain = (burn::tensor::activation::log_softmax(masked, 1) * t).sum_dim(1).neg().reshape([rows]);
+            assert_close(ours.clone().inner(), plain.clone().inner(), 1e-5);
+            let w = Tensor::<Ad, 1>::from_inner(row_weights.clone());
+            let g1 = (ours * w.clone()).sum().backward();
+            let g2 = (plain.clone() * w).sum().backward();
+            let expected = l2.grad(&g2).unwrap();
+            assert_close(l1.grad(&g1).unwrap(), expected.clone(), 1e-5);
+
+            let primitive = |t: Tensor<Flex, 2>| t.into_primitive().tensor();
+            let bool_mask = || mask.clone().map(Tensor::into_primitive);
+            let rows_by_ops = soft_cross_entropy_rows_with_tensor_ops::<Flex>(
+                primitive(logits.clone()),
+                primitive(targets.clone()),
+                bool_mask(),
+                illegal,
+            );
+            let rows_by_ops = Tensor::<Flex, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(rows_by_ops));
+            assert_close(rows_by_ops, plain.inner(), 1e-5);
+            let grad_by_ops = soft_cross_entropy_rows_backward_with_tensor_ops::<Flex>(
+                primitive(logits.clone()),
+                primitive(targets.clone()),
+                bool_mask(),
+                illegal,
+                row_weights.clone().into_primitive().tensor(),
+            );
+            assert_close(Tensor::from_primitive(burn::tensor::TensorPrimitive::Float(grad_by_ops)), expected, 1e-5);
+        }
+    }
+
+    /// The fused EMA step and sum of squares against their tensor ops.
+    #[test]
+    fn moving_average_and_sum_of_squares_match_the_tensor_ops() {
+        use crate::ops::{moving_average_with_tensor_ops, sum_of_squares_with_tensor_ops};
+        let normal = |len: usize| Tensor::<Flex, 1>::random([len], Distribution::Normal(0.0, 1.0), &FlexDevice);
+        let wrap = |t| Tensor::<Flex, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(t));
+        for len in [1, 1000, 70_001] {
+            let (average, current) = (normal(len), normal(len));
+            let [a, c] = [&average, &current].map(|t| t.clone().into_primitive().tensor());
+            let ours = <Flex as CapaBackend>::moving_average(a.clone(), c.clone(), 0.999);
+            assert_close(wrap(ours), wrap(moving_average_with_tensor_ops::<Flex>(a.clone(), c, 0.999)), 1e-6);
+            let ours = <Flex as CapaBackend>::sum_of_squares(a.clone());
+            assert_close(wrap(ours), wrap(sum_of_squares_with_tensor_ops::<Flex>(a)), 1e-5);
         }
     }
 

@@ -206,7 +206,10 @@ pub struct StepReport {
 /// A network being trained: the weights, the optimizer state, the EMA copy
 /// and the step count.
 pub struct Trainer<B: CapaAutodiffBackend> {
-    pub(crate) model: Net<B>,
+    /// `None` only inside [`Trainer::step`], which takes the network out so
+    /// that the optimizer holds the only reference to each weight and
+    /// updates it in place (a second reference makes every update a copy).
+    model: Option<Net<B>>,
     pub(crate) ema: Option<Net<B::InnerBackend>>,
     pub(crate) moments: HashMap<String, Moments<B::InnerBackend>>,
     pub(crate) step: u64,
@@ -221,12 +224,12 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     pub fn new(model: Net<B>, config: TrainConfig) -> Result<Trainer<B>, NetError> {
         config.validate()?;
         let ema = (config.ema_decay > 0.0).then(|| model.valid());
-        Ok(Trainer { model, ema, moments: HashMap::new(), step: 0, config })
+        Ok(Trainer { model: Some(model), ema, moments: HashMap::new(), step: 0, config })
     }
 
     /// The network being trained.
     pub fn model(&self) -> &Net<B> {
-        &self.model
+        self.model.as_ref().expect("the network is back in place after every step")
     }
 
     /// Steps taken so far.
@@ -242,18 +245,18 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     /// The network to play with: the EMA weights when there are, else the
     /// trained ones.
     pub fn inference_net(&self) -> Net<B::InnerBackend> {
-        self.ema.clone().unwrap_or_else(|| self.model.valid())
+        self.ema.clone().unwrap_or_else(|| self.model().valid())
     }
 
     /// One step on a batch: forward, the four losses, backward, clipping,
     /// the optimizer's update and the EMA's.
     pub fn step(&mut self, planes: Tensor<B, 4>, targets: Targets<B>) -> StepReport {
         let weights = self.config.loss_weights.clone();
-        let output = self.model.forward(planes, weights.future > 0.0);
+        let output = self.model().forward(planes, weights.future > 0.0);
         let losses = losses(output, targets, &weights);
-        let gradients = GradientsParams::from_grads(losses.total.backward(), &self.model);
+        let gradients = GradientsParams::from_grads(losses.total.backward(), self.model());
 
-        let grad_norm = global_norm::<B, _>(&self.model, &gradients);
+        let grad_norm = global_norm::<B, _>(self.model(), &gradients);
         let clip = self.config.grad_clip_norm;
         let scale = if clip > 0.0 && grad_norm > clip as f32 { clip / grad_norm as f64 } else { 1.0 };
         let learning_rate = self.config.learning_rate_at(self.step);
@@ -286,8 +289,8 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
             updated: HashMap::new(),
             keep_updated: self.ema.is_some(),
         };
-        // A clone shares the tensors: `map` consumes it, not a copy.
-        self.model = self.model.clone().map(&mut update);
+        let model = self.model.take().expect("the network is back in place after every step");
+        self.model = Some(model.map(&mut update));
         let updated = update.updated;
         if let Some(ema) = self.ema.take() {
             let decay = self.config.ema_decay_at(self.step - 1);
@@ -298,15 +301,20 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
 }
 
 /// The L2 norm of all gradients together, with one read back from the device.
-fn global_norm<B: AutodiffBackend, M: Module<B>>(model: &M, gradients: &GradientsParams) -> f32 {
-    struct SquaredNorm<'a, B: AutodiffBackend> {
+fn global_norm<B: CapaAutodiffBackend, M: Module<B>>(model: &M, gradients: &GradientsParams) -> f32 {
+    struct SquaredNorm<'a, B: CapaAutodiffBackend> {
         gradients: &'a GradientsParams,
         sum: Option<Tensor<B::InnerBackend, 1>>,
     }
-    impl<B: AutodiffBackend> ModuleVisitor<B> for SquaredNorm<'_, B> {
+    impl<B: CapaAutodiffBackend> ModuleVisitor<B> for SquaredNorm<'_, B> {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
             if let Some(gradient) = self.gradients.get::<B::InnerBackend, D>(param.id) {
-                let squares = gradient.powi_scalar(2).sum();
+                let elements = gradient.shape().num_elements();
+                let squares = Tensor::<B::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(
+                    <B::InnerBackend as CapaBackend>::sum_of_squares(
+                        gradient.reshape([elements]).into_primitive().tensor(),
+                    ),
+                ));
                 self.sum = Some(match self.sum.take() {
                     Some(sum) => sum + squares,
                     None => squares,
@@ -407,13 +415,13 @@ impl<B: CapaAutodiffBackend> ModuleMapper<B> for Update<'_, B> {
 }
 
 /// Moves each EMA weight towards the freshly updated one.
-struct Average<B: Backend> {
+struct Average<B: CapaBackend> {
     path: ParamPath,
     updated: HashMap<String, Tensor<B, 1>>,
     decay: f64,
 }
 
-impl<B: Backend> ModuleMapper<B> for Average<B> {
+impl<B: CapaBackend> ModuleMapper<B> for Average<B> {
     fn enter_module(&mut self, name: &str, _: &str) {
         self.path.enter(name);
     }
@@ -427,7 +435,12 @@ impl<B: Backend> ModuleMapper<B> for Average<B> {
         let tensor = match self.updated.remove(&self.path.name()) {
             Some(current) => {
                 let shape = tensor.dims();
-                tensor.mul_scalar(self.decay) + current.reshape(shape).mul_scalar(1.0 - self.decay)
+                let average = B::moving_average(
+                    tensor.reshape([shape.iter().product::<usize>()]).into_primitive().tensor(),
+                    current.into_primitive().tensor(),
+                    self.decay as f32,
+                );
+                Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(average)).reshape(shape)
             }
             None => tensor,
         };

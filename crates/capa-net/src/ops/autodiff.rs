@@ -10,7 +10,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind, unary};
 use burn::tensor::TensorMetadata;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{BoolTensor, FloatTensor};
 
 use super::CapaBackend;
 
@@ -109,6 +109,78 @@ impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
             }
             OpsKind::UnTracked(prep) => {
                 prep.finish(B::biased_attention(q.primitive, k.primitive, v.primitive, bias.primitive, heads))
+            }
+        }
+    }
+
+    fn layer_norm_last(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        /// Parents: x, gamma and beta.
+        #[derive(Debug)]
+        struct LayerNormBackward;
+
+        impl<B: CapaBackend> Backward<B, 3> for LayerNormBackward {
+            type State = (NodeId, NodeId, f64);
+
+            fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, gamma, epsilon) = ops.state;
+                let [x, gamma] = [x, gamma].map(|id| checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(id));
+                let inputs = B::layer_norm_last_backward(x, gamma, epsilon, grad);
+                for (parent, grad) in ops.parents.into_iter().zip(inputs) {
+                    if let Some(node) = parent {
+                        grads.register::<B>(node.id, grad);
+                    }
+                }
+            }
+        }
+
+        let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
+        match LayerNormBackward.prepare::<C>(parents).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = (prep.checkpoint(&x), prep.checkpoint(&gamma), epsilon);
+                prep.finish(state, B::layer_norm_last(x.primitive, gamma.primitive, beta.primitive, epsilon))
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::layer_norm_last(x.primitive, gamma.primitive, beta.primitive, epsilon))
+            }
+        }
+    }
+
+    fn soft_cross_entropy_rows(
+        logits: FloatTensor<Self>,
+        targets: FloatTensor<Self>,
+        legal: Option<BoolTensor<Self>>,
+        illegal_logit: f32,
+    ) -> FloatTensor<Self> {
+        /// Parent: the logits; the targets and the mask are constants.
+        #[derive(Debug)]
+        struct CrossEntropyBackward;
+
+        impl<B: CapaBackend> Backward<B, 1> for CrossEntropyBackward {
+            type State = (NodeId, B::FloatTensorPrimitive, Option<B::BoolTensorPrimitive>, f32);
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let (logits, targets, legal, illegal_logit) = ops.state;
+                let logits = checkpointer.retrieve_node_output(logits);
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| {
+                    B::soft_cross_entropy_rows_backward(logits, targets, legal, illegal_logit, grad)
+                });
+            }
+        }
+
+        let targets = targets.primitive;
+        match CrossEntropyBackward.prepare::<C>([logits.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = (prep.checkpoint(&logits), targets.clone(), legal.clone(), illegal_logit);
+                prep.finish(state, B::soft_cross_entropy_rows(logits.primitive, targets, legal, illegal_logit))
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::soft_cross_entropy_rows(logits.primitive, targets, legal, illegal_logit))
             }
         }
     }

@@ -6,7 +6,7 @@
 use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::ops::{FloatTensorOps, ModuleOps};
-use burn::tensor::{Bytes, DType};
+use burn::tensor::{BoolStore, Bytes, DType};
 use rayon::prelude::*;
 
 use super::*;
@@ -290,6 +290,107 @@ impl CapaBackend for Flex {
         ([dx, dscale, dshift], dresidual)
     }
 
+    fn layer_norm_last_backward(x: FlexTensor, gamma: FlexTensor, epsilon: f64, grad: FlexTensor) -> [FlexTensor; 3] {
+        let fits = matrix_dims(&x).is_some_and(|[_, width]| {
+            width > 0
+                && fits(&gamma, &[width])
+                && grad.dtype() == DType::F32
+                && grad.layout().shape() == x.layout().shape()
+        });
+        if !fits {
+            return layer_norm_backward_with_tensor_ops::<Flex>(x, gamma, epsilon, grad);
+        }
+        let [x, gamma, grad] = [x, gamma, grad].map(contiguous);
+        let (elements, width) = (x.layout().num_elements(), gamma.layout().num_elements());
+        let mut dx = zeroed(x.layout().shape().clone());
+        let [dgamma, dbeta] = cpu_elementwise::layer_norm_backward(
+            &x.storage::<f32>()[..elements],
+            &gamma.storage::<f32>()[..width],
+            &grad.storage::<f32>()[..elements],
+            epsilon as f32,
+            &mut dx.storage_mut::<f32>()[..elements],
+        );
+        let vector = |values: Vec<f32>| {
+            FlexTensor::new(Bytes::from_elems(values), Layout::contiguous(Shape::new([width])), DType::F32)
+        };
+        [dx, vector(dgamma), vector(dbeta)]
+    }
+
+    fn soft_cross_entropy_rows(
+        logits: FlexTensor,
+        targets: FlexTensor,
+        legal: Option<FlexTensor>,
+        illegal_logit: f32,
+    ) -> FlexTensor {
+        let Some([rows, classes]) = cross_entropy_dims(&logits, &targets, legal.as_ref()) else {
+            return soft_cross_entropy_rows_with_tensor_ops::<Flex>(logits, targets, legal, illegal_logit);
+        };
+        let [logits, targets] = [logits, targets].map(contiguous);
+        let legal = legal.map(contiguous);
+        let mut out = zeroed(Shape::new([rows]));
+        cpu_elementwise::soft_cross_entropy_rows(
+            cross_entropy_input(&logits, &targets, legal.as_ref(), illegal_logit, [rows, classes]),
+            &mut out.storage_mut::<f32>()[..rows],
+        );
+        out
+    }
+
+    fn soft_cross_entropy_rows_backward(
+        logits: FlexTensor,
+        targets: FlexTensor,
+        legal: Option<FlexTensor>,
+        illegal_logit: f32,
+        grad: FlexTensor,
+    ) -> FlexTensor {
+        let Some([rows, classes]) =
+            cross_entropy_dims(&logits, &targets, legal.as_ref()).filter(|&[rows, _]| fits(&grad, &[rows]))
+        else {
+            return soft_cross_entropy_rows_backward_with_tensor_ops::<Flex>(
+                logits,
+                targets,
+                legal,
+                illegal_logit,
+                grad,
+            );
+        };
+        let [logits, targets, grad] = [logits, targets, grad].map(contiguous);
+        let legal = legal.map(contiguous);
+        let mut dlogits = zeroed(logits.layout().shape().clone());
+        cpu_elementwise::soft_cross_entropy_rows_backward(
+            cross_entropy_input(&logits, &targets, legal.as_ref(), illegal_logit, [rows, classes]),
+            &grad.storage::<f32>()[..rows],
+            &mut dlogits.storage_mut::<f32>()[..rows * classes],
+        );
+        dlogits
+    }
+
+    fn moving_average(average: FlexTensor, current: FlexTensor, decay: f32) -> FlexTensor {
+        let elements = average.layout().num_elements();
+        let fits =
+            [&average, &current].iter().all(|t| t.dtype() == DType::F32 && t.layout().num_elements() == elements);
+        if !fits {
+            return moving_average_with_tensor_ops::<Flex>(average, current, decay);
+        }
+        // Updated in place where this is the only reference to the buffer.
+        let [mut average, current] = [average, current].map(contiguous);
+        cpu_elementwise::moving_average(
+            &mut average.storage_mut::<f32>()[..elements],
+            &current.storage::<f32>()[..elements],
+            decay,
+        );
+        average
+    }
+
+    fn sum_of_squares(x: FlexTensor) -> FlexTensor {
+        if x.dtype() != DType::F32 {
+            return sum_of_squares_with_tensor_ops::<Flex>(x);
+        }
+        let x = contiguous(x);
+        let elements = x.layout().num_elements();
+        let sum = cpu_elementwise::sum_of_squares(&x.storage::<f32>()[..elements]);
+        FlexTensor::new(Bytes::from_elems(vec![sum]), Layout::contiguous(Shape::new([1])), DType::F32)
+    }
+
     fn adamw_step(
         weight: FlexTensor,
         gradient: FlexTensor,
@@ -484,4 +585,33 @@ fn dense_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<cpu_gemm::DenseSha
 fn dense_grad_shape(weight: &FlexTensor, grad: &FlexTensor) -> Option<cpu_gemm::DenseShape> {
     let ([inputs, outputs], [rows, grad_outputs]) = (matrix_dims(weight)?, matrix_dims(grad)?);
     (outputs == grad_outputs).then_some(cpu_gemm::DenseShape { rows, inputs, outputs })
+}
+
+/// `[rows, classes]` of f32 logits, f32 targets of the same shape and a
+/// one-byte boolean mask of the same shape.
+fn cross_entropy_dims(logits: &FlexTensor, targets: &FlexTensor, legal: Option<&FlexTensor>) -> Option<[usize; 2]> {
+    let dims @ [_, classes] = matrix_dims(logits)?;
+    let mask_fits = legal.is_none_or(|legal| {
+        matches!(legal.dtype(), DType::Bool(BoolStore::Native | BoolStore::U8))
+            && legal.layout().shape().as_slice() == dims
+    });
+    (classes > 0 && fits(targets, &dims) && mask_fits).then_some(dims)
+}
+
+/// The kernels' view of contiguous logits, targets and mask.
+fn cross_entropy_input<'a>(
+    logits: &'a FlexTensor,
+    targets: &'a FlexTensor,
+    legal: Option<&'a FlexTensor>,
+    illegal_logit: f32,
+    [rows, classes]: [usize; 2],
+) -> cpu_elementwise::CrossEntropy<'a> {
+    let len = rows * classes;
+    cpu_elementwise::CrossEntropy {
+        logits: &logits.storage::<f32>()[..len],
+        targets: &targets.storage::<f32>()[..len],
+        legal: legal.map(|legal| &legal.bytes()[..len]),
+        illegal_logit,
+        classes,
+    }
 }

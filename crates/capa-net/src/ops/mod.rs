@@ -13,10 +13,10 @@
 //! functions the model calls; `autodiff` the graph nodes; `flex` the CPU
 //! glue to the `crate::cpu_*` kernels.
 
-use burn::nn::Linear;
+use burn::nn::{LayerNorm, Linear};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::{ConvOptions, FloatTensor};
+use burn::tensor::ops::{BoolTensor, ConvOptions, FloatTensor};
 use burn::tensor::{Shape, TensorMetadata, TensorPrimitive};
 
 /// A backend the network runs on: burn's, plus the ops of this module.
@@ -177,6 +177,68 @@ pub trait CapaBackend: Backend {
         scale_shift_mish_backward_with_tensor_ops::<Self>(x, scale, shift, residual, grad)
     }
 
+    /// Layer normalisation over the last dimension, `(x - mean) / sqrt(var +
+    /// epsilon) gamma + beta`: `x` `[rows, width]`, `gamma` and `beta`
+    /// `[width]`. burn differentiates its `layer_norm` as the nine tensor ops
+    /// it is made of, one core each on the CPU; this op is one graph node.
+    fn layer_norm_last(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        Self::layer_norm(x, gamma, Some(beta), epsilon)
+    }
+
+    /// The gradients of [`layer_norm_last`](Self::layer_norm_last)'s `x`,
+    /// `gamma` and `beta`, given its output's gradient.
+    fn layer_norm_last_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        epsilon: f64,
+        grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3] {
+        layer_norm_backward_with_tensor_ops::<Self>(x, gamma, epsilon, grad)
+    }
+
+    /// Per row of `logits` `[rows, classes]`, the cross-entropy `-sum_j t_j
+    /// log softmax(l)_j` against the soft `targets` `t`, where `l` is the
+    /// logits with each entry that `legal` marks false replaced by
+    /// `illegal_logit`; `[rows]`.
+    fn soft_cross_entropy_rows(
+        logits: FloatTensor<Self>,
+        targets: FloatTensor<Self>,
+        legal: Option<BoolTensor<Self>>,
+        illegal_logit: f32,
+    ) -> FloatTensor<Self> {
+        soft_cross_entropy_rows_with_tensor_ops::<Self>(logits, targets, legal, illegal_logit)
+    }
+
+    /// The gradient of [`soft_cross_entropy_rows`](Self::soft_cross_entropy_rows)'s
+    /// logits given the rows' gradient `grad` `[rows]`: `grad (sum(t)
+    /// softmax(l) - t)`, zero where `legal` is false.
+    fn soft_cross_entropy_rows_backward(
+        logits: FloatTensor<Self>,
+        targets: FloatTensor<Self>,
+        legal: Option<BoolTensor<Self>>,
+        illegal_logit: f32,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        soft_cross_entropy_rows_backward_with_tensor_ops::<Self>(logits, targets, legal, illegal_logit, grad)
+    }
+
+    /// One step of an exponential moving average, `average decay + current
+    /// (1 - decay)`, element-wise (the EMA of the weights).
+    fn moving_average(average: FloatTensor<Self>, current: FloatTensor<Self>, decay: f32) -> FloatTensor<Self> {
+        moving_average_with_tensor_ops::<Self>(average, current, decay)
+    }
+
+    /// The sum of the squares of a flat tensor's elements, as a tensor of
+    /// one element (a gradient's contribution to the global norm).
+    fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        sum_of_squares_with_tensor_ops::<Self>(x)
+    }
+
     /// One AdamW update of a flat parameter: returns the new weight, first
     /// and second moments. Moments absent (the first update) count as zero.
     fn adamw_step(
@@ -187,6 +249,81 @@ pub trait CapaBackend: Backend {
     ) -> [FloatTensor<Self>; 3] {
         adamw_step_with_tensor_ops::<Self>(weight, gradient, moments, step)
     }
+}
+
+/// With `xhat` the normalised input and `gy = grad gamma`: `dx = (gy -
+/// mean(gy) - xhat mean(gy xhat)) / sqrt(var + epsilon)`, `dgamma = sum
+/// over rows of grad xhat`, `dbeta = sum of grad`.
+pub(crate) fn layer_norm_backward_with_tensor_ops<B: Backend>(
+    x: FloatTensor<B>,
+    gamma: FloatTensor<B>,
+    epsilon: f64,
+    grad: FloatTensor<B>,
+) -> [FloatTensor<B>; 3] {
+    let x = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(x));
+    let grad = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(grad));
+    let gamma = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(gamma)).unsqueeze_dim(0);
+    let centered = x.clone() - x.mean_dim(1);
+    let rstd = centered.clone().powi_scalar(2).mean_dim(1).add_scalar(epsilon).sqrt().recip();
+    let normalised = centered * rstd.clone();
+    let gy = grad.clone() * gamma;
+    let dx = (gy.clone() - gy.clone().mean_dim(1) - normalised.clone() * (gy * normalised.clone()).mean_dim(1)) * rstd;
+    let dgamma = (grad.clone() * normalised).sum_dim(0).squeeze_dim::<1>(0);
+    let dbeta = grad.sum_dim(0).squeeze_dim::<1>(0);
+    [dx.into_primitive().tensor(), dgamma.into_primitive().tensor(), dbeta.into_primitive().tensor()]
+}
+
+/// `logits` with the entries `legal` marks false replaced by `illegal_logit`.
+fn legal_logits<B: Backend>(logits: FloatTensor<B>, legal: Option<BoolTensor<B>>, illegal_logit: f32) -> Tensor<B, 2> {
+    let logits = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(logits));
+    match legal {
+        Some(legal) => logits.mask_fill(Tensor::<B, 2, Bool>::from_primitive(legal).bool_not(), illegal_logit),
+        None => logits,
+    }
+}
+
+pub(crate) fn soft_cross_entropy_rows_with_tensor_ops<B: Backend>(
+    logits: FloatTensor<B>,
+    targets: FloatTensor<B>,
+    legal: Option<BoolTensor<B>>,
+    illegal_logit: f32,
+) -> FloatTensor<B> {
+    let targets = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(targets));
+    let log_probabilities = burn::tensor::activation::log_softmax(legal_logits::<B>(logits, legal, illegal_logit), 1);
+    (log_probabilities * targets).sum_dim(1).squeeze_dim::<1>(1).neg().into_primitive().tensor()
+}
+
+pub(crate) fn soft_cross_entropy_rows_backward_with_tensor_ops<B: Backend>(
+    logits: FloatTensor<B>,
+    targets: FloatTensor<B>,
+    legal: Option<BoolTensor<B>>,
+    illegal_logit: f32,
+    grad: FloatTensor<B>,
+) -> FloatTensor<B> {
+    let targets = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(targets));
+    let grad = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(grad)).unsqueeze_dim::<2>(1);
+    let probabilities = burn::tensor::activation::softmax(legal_logits::<B>(logits, legal.clone(), illegal_logit), 1);
+    let dlogits = (probabilities * targets.clone().sum_dim(1) - targets) * grad;
+    match legal {
+        Some(legal) => dlogits.mask_fill(Tensor::<B, 2, Bool>::from_primitive(legal).bool_not(), 0.0),
+        None => dlogits,
+    }
+    .into_primitive()
+    .tensor()
+}
+
+pub(crate) fn moving_average_with_tensor_ops<B: Backend>(
+    average: FloatTensor<B>,
+    current: FloatTensor<B>,
+    decay: f32,
+) -> FloatTensor<B> {
+    let decay = f64::from(decay);
+    let [average, current] = [average, current].map(flat::<B>);
+    (average.mul_scalar(decay) + current.mul_scalar(1.0 - decay)).into_primitive().tensor()
+}
+
+pub(crate) fn sum_of_squares_with_tensor_ops<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
+    flat::<B>(x).powi_scalar(2).sum().into_primitive().tensor()
 }
 
 pub(crate) fn adamw_step_with_tensor_ops<B: Backend>(
@@ -457,6 +594,36 @@ pub fn dense<B: CapaBackend>(layer: &Linear<B>, x: Tensor<B, 2>) -> Tensor<B, 2>
         x.into_primitive().tensor(),
         layer.weight.val().into_primitive().tensor(),
         layer.bias.as_ref().map(|bias| bias.val().into_primitive().tensor()),
+    )))
+}
+
+/// [`CapaBackend::layer_norm_last`] on tensors: `norm` applied to each row
+/// of `x` `[rows, width]`.
+pub fn layer_norm<B: CapaBackend>(norm: &LayerNorm<B>, x: Tensor<B, 2>) -> Tensor<B, 2> {
+    let beta = norm.beta.as_ref().expect("the network's layer norms have a shift");
+    Tensor::from_primitive(TensorPrimitive::Float(B::layer_norm_last(
+        x.into_primitive().tensor(),
+        norm.gamma.val().into_primitive().tensor(),
+        beta.val().into_primitive().tensor(),
+        LAYER_NORM_EPSILON,
+    )))
+}
+
+/// The epsilon of every layer norm in the network (burn's default).
+pub const LAYER_NORM_EPSILON: f64 = 1e-5;
+
+/// [`CapaBackend::soft_cross_entropy_rows`] on tensors.
+pub fn soft_cross_entropy_rows<B: CapaBackend>(
+    logits: Tensor<B, 2>,
+    targets: Tensor<B, 2>,
+    legal: Option<Tensor<B, 2, Bool>>,
+    illegal_logit: f32,
+) -> Tensor<B, 1> {
+    Tensor::from_primitive(TensorPrimitive::Float(B::soft_cross_entropy_rows(
+        logits.into_primitive().tensor(),
+        targets.into_primitive().tensor(),
+        legal.map(Tensor::into_primitive),
+        illegal_logit,
     )))
 }
 
