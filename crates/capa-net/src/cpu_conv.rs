@@ -17,6 +17,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::cpu_gemm::{Operand, matmul};
+use crate::cpu_winograd;
 
 /// The dimensions of one convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +121,9 @@ fn patches<'a>(shape: ConvShape, input: &'a [f32], buffer: &'a mut Vec<f32>) -> 
 /// `output = conv(input, weight) + bias`, shapes `[batch, inputs, h, w]`,
 /// `[outputs, inputs, k, k]`, `[outputs]` and `[batch, outputs, h, w]`.
 pub fn forward(shape: ConvShape, input: &[f32], weight: &[f32], bias: Option<&[f32]>, output: &mut [f32]) {
+    if cpu_winograd::suits(shape) {
+        return cpu_winograd::forward(shape, input, weight, bias, output);
+    }
     let (input_len, weight_len, output_len) = shape.lens();
     assert_eq!((input.len(), weight.len(), output.len()), (input_len, weight_len, output_len), "conv: {shape:?}");
     assert!(bias.is_none_or(|bias| bias.len() == shape.outputs), "conv: bias length");
@@ -178,6 +182,9 @@ pub fn input_grad(shape: ConvShape, weight: &[f32], output_grad: &[f32], input_g
 /// The gradient of the weight: the sum over samples of output gradient
 /// `[outputs, squares]` x patches transposed `[squares, patch]`.
 pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_grad: &mut [f32]) {
+    if cpu_winograd::suits(shape) {
+        return cpu_winograd::weight_grad(shape, input, output_grad, weight_grad);
+    }
     let (input_len, weight_len, output_len) = shape.lens();
     assert_eq!(
         (input.len(), weight_grad.len(), output_grad.len()),
@@ -285,8 +292,15 @@ mod tests {
         }
     }
 
-    const SHAPES: [ConvShape; 4] = [
+    /// The patch-matrix kernels (a batch too small for the Winograd lanes, a
+    /// 1x1 and a 5x5 kernel) and the Winograd ones (a full and a partial
+    /// chunk of lanes, exact chunks, and an odd board whose last tiles hang
+    /// over its edges).
+    const SHAPES: [ConvShape; 7] = [
         ConvShape { batch: 3, inputs: 5, outputs: 4, height: 8, width: 10, kernel: 3 },
+        ConvShape { batch: 11, inputs: 5, outputs: 4, height: 8, width: 10, kernel: 3 },
+        ConvShape { batch: 16, inputs: 7, outputs: 9, height: 8, width: 8, kernel: 3 },
+        ConvShape { batch: 9, inputs: 3, outputs: 6, height: 5, width: 7, kernel: 3 },
         ConvShape { batch: 1, inputs: 2, outputs: 3, height: 8, width: 8, kernel: 3 },
         ConvShape { batch: 4, inputs: 6, outputs: 2, height: 8, width: 10, kernel: 1 },
         ConvShape { batch: 2, inputs: 3, outputs: 2, height: 4, width: 3, kernel: 5 },

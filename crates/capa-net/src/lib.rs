@@ -19,6 +19,8 @@ mod cpu_conv;
 mod cpu_elementwise;
 #[cfg(feature = "flex")]
 mod cpu_gemm;
+#[cfg(feature = "flex")]
+mod cpu_winograd;
 mod encode;
 mod evaluator;
 mod loss;
