@@ -143,16 +143,18 @@ fn untransform_weight_grad(shape: ConvShape, transformed: &[f32], weight_grad: &
 fn gather(tiling: Tiling, channels: usize, x: &[f32], gathered: &mut Vec<Lanes>) {
     let (padded_rows, padded_columns) = tiling.padded();
     let (height, width) = (tiling.height, tiling.width);
-    let plane = height * width;
+    let (plane, sample_len) = (height * width, channels * height * width);
+    let samples = x.len() / sample_len;
     gathered.clear();
     gathered.resize(channels * padded_rows * padded_columns, [0.0; LANES]);
-    for (lane, sample) in x.chunks_exact(channels * plane).enumerate() {
-        for (channel, board) in sample.chunks_exact(plane).enumerate() {
-            let base = channel * padded_rows * padded_columns;
-            for (row, line) in board.chunks_exact(width).enumerate() {
-                let start = base + (row + 1) * padded_columns + 1;
-                for (square, &value) in gathered[start..start + width].iter_mut().zip(line) {
-                    square[lane] = value;
+    // Lanes innermost: each square's lanes are written once, whole.
+    for channel in 0..channels {
+        for row in 0..height {
+            let start = (channel * padded_rows + row + 1) * padded_columns + 1;
+            for (column, square) in gathered[start..start + width].iter_mut().enumerate() {
+                let source = channel * plane + row * width + column;
+                for (lane, value) in square.iter_mut().take(samples).enumerate() {
+                    *value = x[lane * sample_len + source];
                 }
             }
         }
@@ -248,9 +250,8 @@ fn transform_output(tiling: Tiling, outputs: usize, products: &[Lanes], bias: Op
                 let at = |p: usize| products[p * position_stride + index];
                 let rows =
                     [0, 1, 2, 3].map(|r| output_transform([at(4 * r), at(4 * r + 1), at(4 * r + 2), at(4 * r + 3)]));
-                for column in 0..2 {
+                for (column, x) in [2 * tile_column, 2 * tile_column + 1].into_iter().enumerate() {
                     let y = output_transform([rows[0][column], rows[1][column], rows[2][column], rows[3][column]]);
-                    let x = 2 * tile_column + column;
                     for (row, lanes) in y.iter().enumerate() {
                         let y = 2 * tile_row + row;
                         if y >= height || x >= width {
