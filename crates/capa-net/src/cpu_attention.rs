@@ -13,7 +13,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use crate::cpu_elementwise;
+use crate::cpu_elementwise::{self, add_partial_sums};
 use crate::cpu_gemm::{Operand, matmul};
 
 /// The dimensions of one attention.
@@ -206,10 +206,7 @@ pub fn backward(
             },
         )
         .map(|(bias_grad, _, _)| bias_grad)
-        .reduce_with(|mut total, part| {
-            total.iter_mut().zip(&part).for_each(|(t, p)| *t += p);
-            total
-        })
+        .reduce_with(add_partial_sums)
         .expect("a non-empty batch has a share");
     grads.bias.copy_from_slice(&bias_grad);
 }

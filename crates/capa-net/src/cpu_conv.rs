@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+use crate::cpu_elementwise::add_partial_sums;
 use crate::cpu_gemm::{Operand, matmul};
 use crate::cpu_winograd;
 
@@ -222,10 +223,7 @@ pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_
             }
             sum
         })
-        .reduce_with(|mut total, part| {
-            total.iter_mut().zip(&part).for_each(|(t, p)| *t += p);
-            total
-        })
+        .reduce_with(add_partial_sums)
         .expect("a non-empty batch has a share");
     weight_grad.copy_from_slice(&sum);
 }

@@ -313,10 +313,8 @@ pub fn layer_norm_backward(x: &[f32], gamma: &[f32], grad: &[f32], epsilon: f32,
             [dgamma, dbeta]
         });
     per_task
-        .reduce_with(|[mut dgamma, mut dbeta], [part_gamma, part_beta]| {
-            dgamma.iter_mut().zip(&part_gamma).for_each(|(t, p)| *t += p);
-            dbeta.iter_mut().zip(&part_beta).for_each(|(t, p)| *t += p);
-            [dgamma, dbeta]
+        .reduce_with(|[dgamma, dbeta], [part_gamma, part_beta]| {
+            [add_partial_sums(dgamma, part_gamma), add_partial_sums(dbeta, part_beta)]
         })
         .unwrap_or_else(|| [vec![0.0; width], vec![0.0; width]])
 }
@@ -447,6 +445,13 @@ pub fn softmax_rows(values: &mut [f32], row_len: usize, logit: impl Fn(f32, usiz
             }
         });
     });
+}
+
+/// `total + part`, element by element: the sum of two cores' shares of a
+/// reduction (a weight gradient summed over each one's part of the batch).
+pub fn add_partial_sums(mut total: Vec<f32>, part: Vec<f32>) -> Vec<f32> {
+    total.iter_mut().zip(&part).for_each(|(t, p)| *t += p);
+    total
 }
 
 /// `sum(a[i] b[i])`.

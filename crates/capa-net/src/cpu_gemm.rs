@@ -4,7 +4,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use crate::cpu_elementwise::CHUNK;
+use crate::cpu_elementwise::{CHUNK, add_partial_sums};
 
 /// One operand of a matrix product: its elements and the distance between
 /// consecutive rows and columns.
@@ -181,10 +181,7 @@ pub fn dense_weight_grad(shape: DenseShape, x: &[f32], grad: &[f32], weight_grad
             product(x.len() / inputs, x, grad, &mut sum, Parallelism::None);
             sum
         })
-        .reduce_with(|mut total, part| {
-            total.iter_mut().zip(&part).for_each(|(t, p)| *t += p);
-            total
-        })
+        .reduce_with(add_partial_sums)
         .expect("at least two shares");
     weight_grad.copy_from_slice(&partial);
 }
@@ -203,10 +200,7 @@ pub fn dense_bias_grad(grad: &[f32], outputs: usize, bias_grad: &mut [f32]) {
             }
             sum
         })
-        .reduce_with(|mut total, part| {
-            total.iter_mut().zip(&part).for_each(|(t, p)| *t += p);
-            total
-        });
+        .reduce_with(add_partial_sums);
     match sum {
         Some(sum) => bias_grad.copy_from_slice(&sum),
         None => bias_grad.fill(0.0),

@@ -21,7 +21,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::cpu_conv::ConvShape;
-use crate::cpu_elementwise::vectorized;
+use crate::cpu_elementwise::{add_partial_sums, vectorized};
 use crate::cpu_gemm::{Operand, matmul};
 
 /// Samples transformed together, one per vector lane.
@@ -390,10 +390,7 @@ pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_
             });
             sum
         })
-        .reduce_with(|mut total, part| {
-            total.iter_mut().zip(&part).for_each(|(t, p)| *t += p);
-            total
-        })
+        .reduce_with(add_partial_sums)
         .expect("a non-empty batch has a share");
     untransform_weight_grad(shape, &transformed_grad, weight_grad);
 }
