@@ -162,14 +162,13 @@ pub fn dense_weight_grad(shape: DenseShape, x: &[f32], grad: &[f32], weight_grad
             parallelism,
         );
     };
-    let threads = rayon::current_num_threads();
-    let shares = threads.min(rows / SPLIT_ROWS.max(1));
-    if weight_grad.is_empty() || rows == 0 || shares < 2 || inputs * outputs > SPLIT_WEIGHT {
-        if rows == 0 {
-            weight_grad.fill(0.0);
-        } else {
-            product(rows, x, grad, weight_grad, parallelism(inputs, outputs, rows));
-        }
+    if rows == 0 || weight_grad.is_empty() {
+        weight_grad.fill(0.0);
+        return;
+    }
+    let shares = rayon::current_num_threads().min(rows / SPLIT_ROWS);
+    if shares < 2 || inputs * outputs > SPLIT_WEIGHT {
+        product(rows, x, grad, weight_grad, parallelism(inputs, outputs, rows));
         return;
     }
     let per_share = rows.div_ceil(shares);
