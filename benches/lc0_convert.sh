@@ -17,7 +17,7 @@ runs=${RUNS:-3}
 repeat=${REPEAT:-20}
 lines=()
 for run in $(seq "$runs"); do
-  out=$("$capa" bench lc0 crates/capa-data/tests/data/*.pgn --repeat "$repeat")
+  out=$("$capa" bench lc0 crates/capa-lc0/tests/data/*.pgn --repeat "$repeat")
   [ "$run" = 1 ] && echo "$out" | head -n -1
   lines+=("$(echo "$out" | tail -n 1)")
 done

@@ -1,15 +1,130 @@
 //! `capa bench`: measurements of capa's own components, for benches/.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_mcts::{
     EvalError, Evaluations, Evaluator, LeafRequest, Limits, RandomEvaluator, SearchParams, Tree, search_many,
 };
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
 use capa_rules::{Game, History};
+use clap::Subcommand;
+
+use crate::args::{DeviceArgs, Variant};
+
+/// Measure a component; benches/ compares the figures with real peers.
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Search from the start position with a free evaluator (pseudo-random
+    /// priors and values from the position's hash, as Lc0's `random` backend).
+    ///
+    /// Prints a summary line, then a last line
+    /// `nodes N cpu_s S nodes_per_cpu_s R bytes_per_node B`
+    /// (CPU time of all threads, the evaluator's included; bytes of the
+    /// trees' nodes, edges and child slots per node).
+    Search {
+        /// The game: `capablanca` (10x8) or `chess`.
+        #[arg(long, value_enum)]
+        variant: Variant,
+        /// Playouts in all, split evenly over the games.
+        #[arg(long, default_value_t = 200_000)]
+        nodes: u32,
+        /// Leaves each game gathers per round (its share of the network batch).
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..=i64::from(capa_mcts::MAX_PER_ROUND)))]
+        batch: u16,
+        /// Threads selecting and backing up (the evaluator has its own).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: u16,
+        /// Games searched together; by default one per thread.
+        #[arg(long)]
+        games: Option<usize>,
+        /// Pipelined groups: while the evaluator works on one group's batch
+        /// the threads select and back up the others.
+        #[arg(long, default_value_t = 1)]
+        groups: usize,
+        /// Nanoseconds the fake evaluator sleeps per leaf of each batch, to
+        /// stand in for a network on a device (it uses no CPU meanwhile).
+        #[arg(long, default_value_t = 0)]
+        eval_ns_per_leaf: u64,
+    },
+    /// Time `capa lc0 convert` on PGN files: each stage on one thread
+    /// (parsing, SAN to moves, conversion, gzip), then the whole
+    /// conversion to files with 1 and 2 threads.
+    ///
+    /// Prints a line per stage, then a last line
+    /// `parse P replay R convert C gzip G files_t1 F1 files_t2 F2` (positions per second).
+    Lc0 {
+        /// PGN files (plain, .gz, .zst), read into memory first.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Times the files are repeated, for a longer measurement.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
+    },
+    /// Time the network: inference at batch 1, 32 and --batch, and training
+    /// steps (forward, losses, backward, AdamW) at --batch, on fresh weights.
+    ///
+    /// Prints a line per case, then a last line
+    /// `infer_b1 X infer_b32 Y infer_bN Z train_bN W` (positions per second, wall clock; median call).
+    Net {
+        /// The architecture: `small` (64 channels, 4 blocks, 1 transformer
+        /// block) or `typical` (256 channels, 15 blocks, 4 transformer blocks, 8 heads).
+        #[arg(long, default_value = "small")]
+        size: String,
+        /// The game, which sets the input planes, board and policy width.
+        #[arg(long, value_enum, default_value = "capablanca")]
+        variant: Variant,
+        #[command(flatten)]
+        device: DeviceArgs,
+        /// The large batch, for inference and training.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+        batch: u32,
+        /// Minimum seconds per measurement; each takes at least three calls after a warm-up call.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+}
+
+impl BenchCommand {
+    /// Runs the measurement and prints its figures.
+    ///
+    /// # Errors
+    /// Bad arguments, a failing search, network or file.
+    pub fn run(self) -> Result<()> {
+        match self {
+            BenchCommand::Search { variant, nodes, batch, threads, games, groups, eval_ns_per_leaf } => {
+                let threads = usize::from(threads);
+                let args = SearchBench {
+                    nodes,
+                    batch,
+                    threads,
+                    games: games.unwrap_or(threads),
+                    groups,
+                    eval_per_leaf: Duration::from_nanos(eval_ns_per_leaf),
+                };
+                match variant {
+                    Variant::Capablanca => search::<Capablanca>(&args),
+                    Variant::Chess => search::<Chess>(&args),
+                }
+            }
+            BenchCommand::Lc0 { files, repeat } => lc0(&files, repeat),
+            BenchCommand::Net { size, variant, device, batch, seconds } => {
+                if !(seconds.is_finite() && seconds >= 0.0) {
+                    bail!("--seconds must be a non-negative number, not {seconds}");
+                }
+                let config = capa_net::NetConfig::preset(&size, variant.kind()).context("--size")?;
+                let args = NetBench { config, batch: batch as usize, seconds };
+                capa_net::with_backend(device.spec(), &args)??;
+                Ok(())
+            }
+        }
+    }
+}
 
 /// What `capa bench search` was asked to do.
-pub struct SearchBench {
+struct SearchBench {
     /// Playouts in all, split evenly over the games.
     pub nodes: u32,
     /// Leaves gathered per game per round.
@@ -50,7 +165,7 @@ fn cpu_seconds() -> f64 {
 
 /// Searches `games` trees from the start position with the free evaluator
 /// and prints the figures; the last line is the one benches/ reads.
-pub fn search<G: Game>(bench: &SearchBench) -> Result<()> {
+fn search<G: Game>(bench: &SearchBench) -> Result<()> {
     if bench.games == 0 || bench.nodes == 0 {
         bail!("--games and --nodes must be at least 1");
     }
@@ -218,8 +333,8 @@ impl capa_net::BackendTask for &NetBench {
 /// the whole conversion to files with 1 and 2 threads. The last line is
 /// `parse P replay R convert C gzip G files_t1 F1 files_t2 F2` in
 /// positions per second.
-pub fn lc0(files: &[std::path::PathBuf], repeat: usize) -> Result<()> {
-    use capa_data::lc0::{self, ConvertJob, ConvertSettings, PgnReader};
+fn lc0(files: &[PathBuf], repeat: usize) -> Result<()> {
+    use capa_lc0::{self as lc0, ConvertJob, ConvertSettings, PgnReader};
     let mut text = Vec::new();
     for file in files {
         let mut bytes = Vec::new();

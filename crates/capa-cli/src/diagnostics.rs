@@ -1,12 +1,14 @@
-//! `capa policy-health`: how peaked a network's policy is on positions from
-//! random games. (`buffer-stats` and `overfit-check` read a run and live in
-//! capa-train, beside the buffer they measure.)
+//! Diagnostics: `capa policy-health`, how peaked a network's policy is on
+//! positions from random games; `buffer-stats` and `overfit-check`, whose
+//! work lives in capa-train beside the buffer they measure.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use capa_mcts::{Evaluations, Evaluator, LeafRequest, Rng, random_opening};
 use capa_net::{DeviceSpec, GameKind, NetEvaluator, NetGame};
+
+use crate::args::DeviceArgs;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 
@@ -15,13 +17,91 @@ const BATCH: usize = 256;
 /// Random games are this many plies long at most.
 const MAX_PLIES: u64 = 60;
 
+/// How peaked each network's policy is.
+/// The mean, over positions of
+/// seeded random games (up to 60 plies), of the largest prior times the
+/// number of legal moves. 1.0 means uniform; a trained network scores
+/// well above. One line per network.
+#[derive(clap::Args, Debug)]
+pub struct PolicyHealthCommand {
+    /// Network files.
+    #[arg(required = true)]
+    pub nets: Vec<PathBuf>,
+    /// Positions to measure on.
+    #[arg(long, default_value_t = 512)]
+    pub positions: usize,
+    /// Seeds the random games (the same positions for every network).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+impl PolicyHealthCommand {
+    /// Prints a line per network.
+    ///
+    /// # Errors
+    /// As [`policy_health`].
+    pub fn run(self) -> Result<()> {
+        policy_health(&self.nets, self.positions, self.seed, self.device.spec())
+    }
+}
+
+/// The replay window of a run (the newest games that fill
+/// `buffer.window`): results, endings, game lengths, and the value
+/// targets' win/draw/loss shares for the side to move.
+#[derive(clap::Args, Debug)]
+pub struct BufferStatsCommand {
+    /// The run directory (a path, or an s3://, gs://, az:// URL).
+    pub run: PathBuf,
+}
+
+impl BufferStatsCommand {
+    /// Prints the statistics.
+    ///
+    /// # Errors
+    /// As [`capa_train::buffer_stats`].
+    pub fn run(self) -> Result<()> {
+        println!("{}", capa_train::buffer_stats(&self.run)?);
+        Ok(())
+    }
+}
+
+/// Whether training memorises the buffer: the newest network's losses
+/// on the oldest and on the newest positions of the replay window. A
+/// newest/oldest ratio of 2 or more means memorising.
+#[derive(clap::Args, Debug)]
+pub struct OverfitCheckCommand {
+    /// The run directory (a path, or an s3://, gs://, az:// URL).
+    pub run: PathBuf,
+    /// Positions at each end of the window.
+    #[arg(long, default_value_t = 2048)]
+    pub positions: usize,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+impl OverfitCheckCommand {
+    /// Prints the report.
+    ///
+    /// # Errors
+    /// As [`capa_train::overfit_check`].
+    pub fn run(self) -> Result<()> {
+        if self.positions == 0 {
+            anyhow::bail!("--positions must be at least 1");
+        }
+        println!("{}", capa_train::overfit_check(&self.run, self.positions, self.device.spec())?);
+        Ok(())
+    }
+}
+
 /// Prints, per network, the mean over `positions` positions of the largest
 /// prior times the number of legal moves: 1.0 for a uniform policy, the
 /// number of legal moves for one that puts everything on one move.
 ///
 /// # Errors
 /// A network that cannot be read or run.
-pub fn policy_health(nets: &[PathBuf], positions: usize, seed: u64, device: DeviceSpec) -> Result<()> {
+fn policy_health(nets: &[PathBuf], positions: usize, seed: u64, device: DeviceSpec) -> Result<()> {
     if positions == 0 {
         anyhow::bail!("--positions must be at least 1");
     }

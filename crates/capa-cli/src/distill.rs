@@ -1,338 +1,168 @@
-//! `capa distill gen`: a UCI engine plays itself at a fixed depth and,
-//! before every move, reports its best `multipv` moves with their scores:
-//! the teacher data of distillation, one [`TeacherGame`] file per game.
-//!
-//! Game `i` of a generation always starts from the same opening (the
-//! seed's random plies, or line `i` of the openings file, round robin), so
-//! an interrupted generation resumes by playing the games whose files are
-//! missing. The settings are saved in the output folder, and a resume
-//! with other settings is refused rather than mixing two kinds of data.
+//! `capa distill gen`: the arguments, a progress bar and the summary; the
+//! generation is capa-data's, next to the teacher-game format.
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
-use capa_data::{
-    Candidate, Ending, Go, TEACHER_EXTENSION, TeacherGame, UciEngine, position_command, remove_stale_temporaries,
-    write_atomically,
-};
-use capa_mcts::{Rng, random_opening};
-use capa_net::GameKind;
+use anyhow::Result;
+use capa_data::{Generation, GenerationEvent, generate};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
-use capa_rules::{Game, History};
+use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::matches::read_openings;
+use crate::args::{Variant, parse_option, seconds};
 
-/// The settings file in the output folder.
-const SETTINGS: &str = "generation.txt";
-/// Spreads the games' opening seeds.
-const GAME_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
-/// Failed games in a row, all workers together, before the generation stops.
-const MAX_FAILURES_IN_A_ROW: usize = 3;
+/// Distillation from a UCI engine (Stockfish, Fairy-Stockfish).
+#[derive(Subcommand, Debug)]
+pub enum DistillCommand {
+    /// Generate teacher data: the engine plays itself at a fixed depth and,
+    /// before every move, reports its --multipv best moves with their
+    /// scores. One file per game in --out (`000000.teacher`, ...), written
+    /// atomically, with the settings in `generation.txt`.
+    ///
+    /// Every position is analysed, the opening's too; the opening's moves
+    /// are played as given, then the engine's best move. Prints a last line
+    /// `G games, P positions in T s: R positions/s, R/W per worker; ...`.
+    Gen(GenCommand),
+}
 
-/// What `capa distill gen` was asked for.
-#[derive(Debug)]
-pub struct GenArgs {
-    /// The engine command.
+/// Generate teacher data: the engine plays itself at a fixed depth and,
+/// before every move, reports its --multipv best moves with their
+/// scores. One file per game in --out (`000000.teacher`, ...), written
+/// atomically, with the settings in `generation.txt`.
+///
+/// Every position is analysed, the opening's too; the opening's moves
+/// are played as given, then the engine's best move. Prints a last line
+/// `G games, P positions in T s: R positions/s, R/W per worker; ...`.
+#[derive(clap::Args, Debug)]
+pub struct GenCommand {
+    /// The engine command, e.g. `stockfish` (chess) or `fairy-stockfish`.
+    #[arg(long)]
     pub engine: String,
     /// The game.
-    pub game: GameKind,
-    /// Games the generation holds when done.
+    #[arg(long, value_enum)]
+    pub variant: Variant,
+    /// Games the output holds when done (with --resume: the total, old ones included).
+    #[arg(long)]
     pub games: usize,
-    /// `go depth` per position.
+    /// Search depth per position (`go depth`).
+    #[arg(long, default_value_t = 10)]
     pub depth: u32,
-    /// Candidates per position (`MultiPV`).
+    /// Candidates per position (the engine's `MultiPV`).
+    #[arg(long, default_value_t = 8)]
     pub multipv: u32,
-    /// Engine processes at once.
+    /// Engine processes at once, one thread each.
+    #[arg(long, default_value_t = 1)]
     pub workers: usize,
-    /// The output folder.
+    /// The output folder: new or empty, or an earlier generation with --resume.
+    #[arg(long)]
     pub out: PathBuf,
-    /// Random plies opening each game (without `openings`).
+    /// Without --openings: uniformly random plies that start each game (game i's
+    /// are drawn from --seed and i, so a resume replays the same openings).
+    #[arg(long, default_value_t = 8)]
     pub random_plies: u32,
-    /// Openings, used in turn.
+    /// Openings, one per line: UCI moves from the start position, or a FEN
+    /// optionally followed by `moves ...`; `#` starts a comment. Game i uses line i,
+    /// round robin.
+    #[arg(long)]
     pub openings: Option<PathBuf>,
     /// Seeds the random openings.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Plies after which a game is drawn (none if 0).
+    /// Plies after which a game is a draw; 0 leaves it to the rules.
+    #[arg(long, default_value_t = 400)]
     pub ply_cap: u32,
-    /// The engine's hash table, in MiB.
+    /// The engine's hash table in MiB (when it has a `Hash` option).
+    #[arg(long, default_value_t = 16)]
     pub hash: u32,
-    /// More engine options.
+    /// Another UCI option for the engine, `NAME=VALUE` (repeatable).
+    #[arg(long = "option", value_parser = parse_option)]
     pub options: Vec<(String, String)>,
-    /// Continue a generation in `out`.
+    /// Continue the generation in --out: play the games whose files are missing,
+    /// after checking that the settings are the same.
+    #[arg(long)]
     pub resume: bool,
-    /// The longest any answer may take.
-    pub timeout: Duration,
+    /// Seconds the engine may take to answer before it counts as hung.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
 }
 
-impl GenArgs {
-    /// The settings that decide what the games are: a resume must match them.
-    fn settings(&self) -> String {
-        let options: Vec<String> = self.options.iter().map(|(name, value)| format!("{name}={value}")).collect();
-        let openings = self.openings.as_ref().map_or_else(
-            || format!("random plies {} seed {}", self.random_plies, self.seed),
-            |path| format!("file {}", path.display()),
-        );
-        format!(
-            "engine {}\ngame {}\ndepth {}\nmultipv {}\nopenings {openings}\nply cap {}\nhash {}\noptions {}\n",
-            self.engine,
-            self.game.name(),
-            self.depth,
-            self.multipv,
-            self.ply_cap,
-            self.hash,
-            options.join(" ")
-        )
-    }
-}
-
-/// The file of game `index`.
-fn game_file(out: &Path, index: usize) -> PathBuf {
-    out.join(format!("{index:06}.{TEACHER_EXTENSION}"))
-}
-
-/// Runs the generation and prints its summary.
-///
-/// # Errors
-/// Bad arguments, an output folder that holds another generation, an
-/// engine that cannot start or play the game, an engine that fails
-/// repeatedly, an unwritable file.
-pub fn run(args: &GenArgs) -> Result<()> {
-    match args.game {
-        GameKind::Capablanca => generate::<Capablanca>(args),
-        GameKind::Chess => generate::<Chess>(args),
-    }
-}
-
-fn generate<G: Game>(args: &GenArgs) -> Result<()> {
-    if args.games == 0 || args.workers == 0 || args.depth == 0 || args.multipv == 0 {
-        bail!("--games, --workers, --depth and --multipv must each be at least 1");
-    }
-    let openings: Vec<History<G>> = match &args.openings {
-        Some(path) => read_openings(path)?,
-        None => Vec::new(),
-    };
-    // An engine that cannot start or take the settings fails here, before
-    // the output folder exists.
-    drop(start_engine::<G>(args)?);
-    let missing = prepare_output(args)?;
-    let started = Instant::now();
-    let done_before = args.games - missing.len();
-    eprintln!(
-        "{}: {} of {} games to play, {} workers, depth {} multipv {}",
-        args.out.display(),
-        missing.len(),
-        args.games,
-        args.workers.min(missing.len()).max(1),
-        args.depth,
-        args.multipv
-    );
-    let bar = ProgressBar::new(args.games as u64).with_position(done_before as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} games, {msg}, eta {eta}").expect("a valid template"),
-    );
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let progress = Mutex::new(Progress::default());
-    std::thread::scope(|scope| {
-        for _ in 0..args.workers.min(missing.len()) {
-            scope.spawn(|| {
-                if let Err(e) = worker::<G>(args, &openings, &missing, &next, &stop, &progress, &bar, started) {
-                    stop.store(true, Ordering::Relaxed);
-                    progress.lock().expect("not poisoned").error.get_or_insert(e);
-                }
-            });
+impl DistillCommand {
+    /// Runs the subcommand.
+    ///
+    /// # Errors
+    /// As [`generate`].
+    pub fn run(self) -> Result<()> {
+        match self {
+            DistillCommand::Gen(command) => command.run(),
         }
-    });
-    bar.finish_and_clear();
-    let progress = progress.into_inner().expect("not poisoned");
-    if let Some(e) = progress.error {
-        return Err(e.context(format!(
-            "{} games written to {}; run again with --resume to continue",
-            progress.games,
-            args.out.display()
-        )));
     }
-    let seconds = started.elapsed().as_secs_f64();
-    println!(
-        "{} games, {} positions in {seconds:.0} s: {:.1} positions/s, {:.1} per worker; {} games in {}",
-        progress.games,
-        progress.positions,
-        progress.positions as f64 / seconds.max(1e-9),
-        progress.positions as f64 / seconds.max(1e-9) / args.workers.min(missing.len()).max(1) as f64,
-        args.games,
-        args.out.display()
-    );
-    Ok(())
 }
 
-/// Creates the folder or checks it for a resume; the indices of the games to play.
-fn prepare_output(args: &GenArgs) -> Result<Vec<usize>> {
-    let settings_path = args.out.join(SETTINGS);
-    let settings = args.settings();
-    if args.resume {
-        let saved = std::fs::read_to_string(&settings_path).with_context(|| {
-            format!("--resume: {} holds no generation to continue ({} is missing)", args.out.display(), SETTINGS)
-        })?;
-        if saved != settings {
-            bail!(
-                "--resume: {} was generated with other settings; resume with the same ones or use another --out\n\
-                 saved:\n{saved}asked:\n{settings}",
-                args.out.display()
-            );
-        }
-        let removed = remove_stale_temporaries(&args.out)?;
-        if removed > 0 {
-            eprintln!("removed {removed} temporary files an interrupted generation left");
-        }
-    } else {
-        if args.out.exists() && std::fs::read_dir(&args.out)?.next().is_some() {
-            bail!(
-                "{} is not empty: pass --resume to continue the generation in it, or choose an empty --out",
-                args.out.display()
-            );
-        }
-        std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-        write_atomically(&settings_path, settings.as_bytes())
-            .with_context(|| format!("cannot write {}", settings_path.display()))?;
-    }
-    Ok((0..args.games).filter(|&i| !game_file(&args.out, i).exists()).collect())
-}
-
-/// What the workers share.
-#[derive(Default)]
-struct Progress {
-    games: usize,
-    positions: usize,
-    failures_in_a_row: usize,
-    error: Option<anyhow::Error>,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn worker<G: Game>(
-    args: &GenArgs,
-    openings: &[History<G>],
-    missing: &[usize],
-    next: &AtomicUsize,
-    stop: &AtomicBool,
-    progress: &Mutex<Progress>,
-    bar: &ProgressBar,
-    started: Instant,
-) -> Result<()> {
-    let mut engine: Option<(UciEngine, String)> = None;
-    while !stop.load(Ordering::Relaxed) {
-        let Some(&index) = missing.get(next.fetch_add(1, Ordering::Relaxed)) else { return Ok(()) };
-        let opening = match openings {
-            [] => random_opening(args.random_plies, &mut Rng::new(args.seed ^ (index as u64).wrapping_mul(GAME_SEED))),
-            _ => openings[index % openings.len()].clone(),
+impl GenCommand {
+    fn run(self) -> Result<()> {
+        let variant = self.variant;
+        let args = Generation {
+            timeout: seconds(self.timeout)?,
+            engine: self.engine,
+            games: self.games,
+            depth: self.depth,
+            multipv: self.multipv,
+            workers: self.workers,
+            out: self.out,
+            random_plies: self.random_plies,
+            openings: self.openings,
+            seed: self.seed,
+            ply_cap: self.ply_cap,
+            hash: self.hash,
+            options: self.options,
+            resume: self.resume,
         };
-        let mut result = Err(anyhow::anyhow!("not played"));
-        for _attempt in 0..2 {
-            if engine.is_none() {
-                engine = Some(start_engine::<G>(args)?);
+        let bar = ProgressBar::new(args.games as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} games, {msg}, eta {eta}").expect("a valid template"),
+        );
+        let on_event = |event: GenerationEvent| match event {
+            GenerationEvent::Started { done, to_play, workers } => {
+                bar.suspend(|| {
+                    eprintln!(
+                        "{}: {to_play} of {} games to play, {workers} workers, depth {} multipv {}",
+                        args.out.display(),
+                        args.games,
+                        args.depth,
+                        args.multipv
+                    )
+                });
+                bar.set_position(done as u64);
             }
-            let (uci, teacher) = engine.as_mut().expect("just started");
-            result = play_game(uci, teacher, &opening, args);
-            match &result {
-                Ok(_) => break,
-                Err(e) => {
-                    bar.suspend(|| eprintln!("game {index}: {e:#}; restarting the engine"));
-                    engine = None;
-                }
-            }
-        }
-        let mut shared = progress.lock().expect("not poisoned");
-        match result {
-            Ok(game) => {
-                let path = game_file(&args.out, index);
-                game.write(&path)?;
-                shared.games += 1;
-                shared.positions += game.moves.len();
-                shared.failures_in_a_row = 0;
-                let rate = shared.positions as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            GenerationEvent::Game { positions, rate, .. } => {
                 bar.inc(1);
-                bar.set_message(format!("{} positions, {rate:.1} positions/s", shared.positions));
+                bar.set_message(format!("{positions} positions, {rate:.1} positions/s"));
             }
-            Err(e) => {
-                shared.failures_in_a_row += 1;
-                if shared.failures_in_a_row >= MAX_FAILURES_IN_A_ROW {
-                    return Err(e.context(format!("{MAX_FAILURES_IN_A_ROW} games in a row failed")));
-                }
+            GenerationEvent::Retry { index, error } => {
+                bar.suspend(|| tracing::warn!("game {index}: {error}; restarting the engine"));
             }
-        }
-    }
-    Ok(())
-}
-
-/// Starts the engine, set up for `G` and the generation; also its description.
-fn start_engine<G: Game>(args: &GenArgs) -> Result<(UciEngine, String)> {
-    let mut engine = UciEngine::start_with_timeout(&args.engine, args.timeout)?;
-    engine.select_variant(G::NAME)?;
-    for (name, value) in [("Threads", "1".to_string()), ("Hash", args.hash.to_string())] {
-        if engine.option(name).is_some() {
-            engine.set_option(name, &value)?;
-        }
-    }
-    engine.set_option("MultiPV", &args.multipv.to_string())?;
-    for (name, value) in &args.options {
-        engine.set_option(name, value)?;
-    }
-    engine.ready()?;
-    let teacher = format!("{} depth {} multipv {}", engine.name(), args.depth, args.multipv);
-    Ok((engine, teacher))
-}
-
-/// Plays one game from `opening`: every position analysed, the opening's
-/// moves played as they are, then the engine's best moves.
-fn play_game<G: Game>(
-    engine: &mut UciEngine,
-    teacher: &str,
-    opening: &History<G>,
-    args: &GenArgs,
-) -> Result<TeacherGame<G>> {
-    engine.new_game()?;
-    let mut history = History::new(opening.start().clone());
-    if args.ply_cap > 0 {
-        history = history.with_ply_cap(args.ply_cap);
-    }
-    let mut candidates = Vec::new();
-    let outcome = loop {
-        if let Some(outcome) = history.outcome() {
-            break outcome;
-        }
-        let output = engine.go(&position_command(&history), Go::Depth(args.depth))?;
-        let position = history.current();
-        let mut listed: Vec<Candidate<G::Move>> = Vec::with_capacity(output.lines.len());
-        for line in &output.lines {
-            let Some(first) = line.pv.first() else { continue };
-            let mv = position
-                .parse_uci(first)
-                .with_context(|| format!("`{}` gave the line {first} in {}", args.engine, position.fen()))?;
-            if !listed.iter().any(|c| c.mv == mv) {
-                listed.push(Candidate { mv, score: line.score });
+            GenerationEvent::RemovedTemporaries(removed) => {
+                tracing::info!("removed {removed} temporary files an interrupted generation left");
             }
-        }
-        let best = output.best.with_context(|| format!("`{}` found no move in {}", args.engine, position.fen()))?;
-        let best = position
-            .parse_uci(&best)
-            .with_context(|| format!("`{}` played {best} in {}", args.engine, position.fen()))?;
-        if listed.is_empty() {
-            bail!("`{}` sent no scored line before its move in {}", args.engine, position.fen());
-        }
-        let played = opening.moves().get(history.moves().len()).copied().unwrap_or(best);
-        candidates.push(listed);
-        history.play(played);
-    };
-    Ok(TeacherGame {
-        start: history.start().clone(),
-        teacher: teacher.to_string(),
-        moves: history.moves().to_vec(),
-        candidates,
-        winner: outcome.winner(history.current().turn()),
-        ending: Ending::Rules(outcome.reason),
-    })
+        };
+        let summary = match variant {
+            Variant::Capablanca => generate::<Capablanca>(&args, &on_event),
+            Variant::Chess => generate::<Chess>(&args, &on_event),
+        };
+        bar.finish_and_clear();
+        let summary = summary?;
+        let seconds = summary.seconds.max(1e-9);
+        println!(
+            "{} games, {} positions in {:.0} s: {:.1} positions/s, {:.1} per worker; {} games in {}",
+            summary.games,
+            summary.positions,
+            summary.seconds,
+            summary.positions as f64 / seconds,
+            summary.positions as f64 / seconds / summary.workers as f64,
+            args.games,
+            args.out.display()
+        );
+        Ok(())
+    }
 }

@@ -1,125 +1,122 @@
-//! `capa elo`: a network's Elo on an engine's `UCI_Elo` scale, by
-//! bisection over the engine's strength.
+//! `capa elo`: the arguments, and the lines it prints; the bisection is
+//! capa-play's.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use capa_data::{Bisection, OptionKind, UciEngine};
-use capa_net::DeviceSpec;
+use anyhow::{Context, Result};
+use capa_play::rating::{self, EloArgs, EloProbe};
 
-use crate::matches::{self, MatchArgs, MoveLimit};
+use crate::args::{DeviceArgs, LimitArgs, parse_option, seconds};
 
-/// What `capa elo` needs.
-pub struct EloArgs {
+/// A network's Elo on a UCI engine's `UCI_Elo` scale, by bisection.
+///
+/// Sets the engine (with UCI_LimitStrength) to the middle of a bracket,
+/// its advertised UCI_Elo range by default, plays --games games, keeps
+/// the half the score points to, and stops once the bracket is narrower
+/// than --tolerance, a probe scores 45% to 55%, or after --max-probes.
+/// Prints `probe N: UCI_Elo E: +W =D -L, score S%, estimate X` per probe
+/// (X = E - 400 log10(1/S - 1)), then `Elo X (95%: LOW to HIGH) ...`: the
+/// strength that makes all probes' results most likely; `Elo at most
+/// HIGH (95%)` when every game was lost (`at least LOW` when every game
+/// was won). The network decides the game.
+#[derive(clap::Args, Debug)]
+pub struct EloCommand {
     /// The network file.
+    #[arg(long)]
     pub net: PathBuf,
-    /// The engine command; it must have `UCI_LimitStrength` and `UCI_Elo`.
+    /// The engine command; it needs UCI_LimitStrength and UCI_Elo.
+    #[arg(long, default_value = "fairy-stockfish")]
     pub engine: String,
-    /// Games per probe.
+    /// Games per probe (rounded up to an even number).
+    #[arg(long, default_value_t = 20)]
     pub games: u32,
-    /// The move limit for both.
-    pub limit: MoveLimit,
-    /// The bracket's ends; the engine's advertised range by default.
-    pub bracket: (Option<f64>, Option<f64>),
-    /// Stop once the bracket is this narrow.
+    #[command(flatten)]
+    pub limit: LimitArgs,
+    /// The bracket's lower end (default: the engine's UCI_Elo minimum).
+    #[arg(long)]
+    pub low: Option<f64>,
+    /// The bracket's upper end (default: the engine's UCI_Elo maximum).
+    #[arg(long)]
+    pub high: Option<f64>,
+    /// Stop once the bracket is at most this many Elo wide.
+    #[arg(long, default_value_t = 50.0)]
     pub tolerance: f64,
     /// Probes at most.
+    #[arg(long, default_value_t = 8)]
     pub max_probes: u32,
-    /// Further options for the engine.
-    pub engine_options: Vec<(String, String)>,
-    /// Plies of random opening per pair of games.
+    /// A further UCI option for the engine, `NAME=VALUE` (repeatable).
+    #[arg(long = "option", value_parser = parse_option)]
+    pub options: Vec<(String, String)>,
+    /// Plies of uniformly random moves that start each pair of games.
+    #[arg(long, default_value_t = 6)]
     pub random_plies: u32,
-    /// Seeds the openings; probe `i` uses `seed + i`.
+    /// Seeds the openings (probe i uses SEED + i).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Games at once.
+    /// Games played at once.
+    #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
-    /// How long an answer may take beyond the move's own time.
-    pub timeout: Duration,
-    /// Where the network runs.
-    pub device: DeviceSpec,
+    /// Seconds an engine may take to answer beyond the move's own time.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
-/// Runs the bisection, printing every probe and then the estimate.
-///
-/// # Errors
-/// An engine without `UCI_Elo`, a bracket outside its range, and whatever
-/// stops a match.
-pub fn run(args: &EloArgs) -> Result<()> {
-    if args.max_probes == 0 || args.games == 0 {
-        bail!("--max-probes and --games must be at least 1");
-    }
-    if !(args.tolerance.is_finite() && args.tolerance > 0.0) {
-        bail!("--tolerance must be a positive number of Elo, not {}", args.tolerance);
-    }
-    let (min, max) = engine_range(&args.engine, args.timeout)?;
-    let low = args.bracket.0.unwrap_or(min);
-    let high = args.bracket.1.unwrap_or(max);
-    if !(min <= low && low < high && high <= max) {
-        bail!("the bracket {low} to {high} must lie within {}'s UCI_Elo range, {min} to {max}", args.engine);
-    }
-    let mut bisection = Bisection::new(low, high, args.tolerance);
-    let mut probes = 0;
-    while let Some(elo) = bisection.next_probe() {
-        if probes == args.max_probes {
-            eprintln!("stopping after --max-probes {probes} probes");
-            break;
-        }
-        let mut engine_options = args.engine_options.clone();
-        engine_options.push(("UCI_LimitStrength".to_string(), "true".to_string()));
-        engine_options.push(("UCI_Elo".to_string(), format!("{elo:.0}")));
-        let (score, _) = matches::play(&MatchArgs {
-            players: [args.net.to_string_lossy().into_owned(), args.engine.clone()],
-            options: [Vec::new(), engine_options],
-            variant: None,
-            games: args.games,
-            limit: args.limit,
-            openings: None,
-            random_plies: args.random_plies,
-            seed: args.seed + u64::from(probes),
-            concurrency: args.concurrency,
-            pgn: None,
-            sprt: None,
-            ply_cap: 0,
-            timeout: args.timeout,
-            device: args.device,
-        })?;
-        probes += 1;
-        // A probe without a point (or without a lost point) bounds the
-        // strength on one side only.
-        let estimate = if score.wins + score.draws == 0 {
-            format!("far below {elo:.0}")
-        } else if score.losses + score.draws == 0 {
-            format!("far above {elo:.0}")
-        } else {
-            format!("{:.0}", elo + capa_data::elo_difference(score.fraction()))
+impl EloCommand {
+    /// Runs the bisection, printing every probe and then the estimate.
+    ///
+    /// # Errors
+    /// As [`rating::rate`].
+    pub fn run(self) -> Result<()> {
+        let args = EloArgs {
+            limit: self.limit.limit()?,
+            timeout: seconds(self.timeout)?,
+            device: self.device.spec(),
+            capa: std::env::current_exe().context("cannot find the capa executable to run the network with")?,
+            net: self.net,
+            engine: self.engine,
+            games: self.games,
+            bracket: (self.low, self.high),
+            tolerance: self.tolerance,
+            max_probes: self.max_probes,
+            engine_options: self.options,
+            random_plies: self.random_plies,
+            seed: self.seed,
+            concurrency: self.concurrency,
         };
+        let bisection = rating::rate(&args, &print_probe)?;
+        let probes = bisection.probes().len();
+        if probes as u32 == args.max_probes && bisection.next_probe().is_some() {
+            eprintln!("stopping after --max-probes {probes} probes");
+        }
+        let estimate = bisection.estimate().context("no probe was played")?;
         println!(
-            "probe {probes}: UCI_Elo {elo:.0}: +{} ={} -{}, score {:.1}%, estimate {estimate}",
-            score.wins,
-            score.draws,
-            score.losses,
-            100.0 * score.fraction()
+            "Elo {estimate} on {}'s UCI_Elo scale, from {probes} probes of {} games",
+            args.engine,
+            args.games.div_ceil(2) * 2
         );
-        bisection.record(elo, score);
+        Ok(())
     }
-    let estimate = bisection.estimate().context("no probe was played")?;
-    println!(
-        "Elo {estimate} on {}'s UCI_Elo scale, from {probes} probes of {} games",
-        args.engine,
-        args.games.div_ceil(2) * 2
-    );
-    Ok(())
 }
 
-/// The engine's `UCI_Elo` range; an error if it cannot limit its strength.
-fn engine_range(command: &str, timeout: Duration) -> Result<(f64, f64)> {
-    let engine = UciEngine::start_with_timeout(command, timeout)?;
-    if engine.option("UCI_LimitStrength").is_none() {
-        bail!("`{command}` has no UCI_LimitStrength option: its strength cannot be set");
-    }
-    match engine.option("UCI_Elo").map(|o| &o.kind) {
-        Some(OptionKind::Spin { min, max }) if min < max => Ok((*min as f64, *max as f64)),
-        _ => bail!("`{command}` has no UCI_Elo option with a range"),
-    }
+/// A probe's line: its result, and the Elo it alone implies.
+fn print_probe(probe: EloProbe) {
+    let EloProbe { number, uci_elo, score } = probe;
+    // A probe without a point (or without a lost point) bounds the
+    // strength on one side only.
+    let estimate = if score.wins + score.draws == 0 {
+        format!("far below {uci_elo:.0}")
+    } else if score.losses + score.draws == 0 {
+        format!("far above {uci_elo:.0}")
+    } else {
+        format!("{:.0}", uci_elo + capa_play::elo_difference(score.fraction()))
+    };
+    println!(
+        "probe {number}: UCI_Elo {uci_elo:.0}: +{} ={} -{}, score {:.1}%, estimate {estimate}",
+        score.wins,
+        score.draws,
+        score.losses,
+        100.0 * score.fraction()
+    );
 }

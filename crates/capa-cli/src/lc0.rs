@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use capa_data::lc0::{self, ConvertEvent, ConvertJob, ConvertSettings, EvalSource, V6Record, WdlModel};
+use capa_lc0::{self as lc0, ConvertEvent, ConvertJob, ConvertSettings, EvalSource, V6Record, WdlModel};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -413,8 +413,8 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         ConvertEvent::Skipped(path, game, reason) => {
             if args.verbose || shown < SHOWN_SKIPS {
                 bar.suspend(|| {
-                    eprintln!(
-                        "warning: {}: game {} (line {}): skipped: {reason}",
+                    tracing::warn!(
+                        "{}: game {} (line {}): skipped: {reason}",
                         path.display(),
                         game.number,
                         game.line
@@ -562,7 +562,7 @@ fn finish_games(args: &FinishArgs) -> Result<()> {
         }
         if output.exists() {
             if args.resume {
-                eprintln!("skipping {}: {} exists (--resume)", input.display(), output.display());
+                tracing::info!("skipping {}: {} exists (--resume)", input.display(), output.display());
                 continue;
             }
             bail!("{} exists: remove it, or pass --resume to skip the inputs already finished", output.display());
@@ -614,8 +614,8 @@ fn finish_games(args: &FinishArgs) -> Result<()> {
                 && (args.verbose || shown < SHOWN_SKIPS)
             {
                 bar.suspend(|| {
-                    eprintln!(
-                        "warning: {}: game {} (line {}): copied unchanged: {reason}",
+                    tracing::warn!(
+                        "{}: game {} (line {}): copied unchanged: {reason}",
                         path.display(),
                         game.number,
                         game.line
@@ -664,7 +664,7 @@ fn rescore(args: &RescoreArgs) -> Result<()> {
         lc0::RescoreEvent::Failed(path, reason) => {
             bar.inc(1);
             failed += 1;
-            bar.suspend(|| eprintln!("error: {}: {reason}", path.display()));
+            bar.suspend(|| tracing::error!("{}: {reason}", path.display()));
         }
     });
     bar.finish_and_clear();

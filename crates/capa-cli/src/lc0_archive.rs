@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use capa_data::lc0::{self, ArchiveCompression, DedupEvent, DedupJob, PackEvent, PackJob};
+use capa_lc0::{self as lc0, ArchiveCompression, DedupEvent, DedupJob, PackEvent, PackJob};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 

@@ -1,24 +1,25 @@
-//! `capa`: the command line around capa's crates.
+//! `capa`: the command line around capa's crates. Each command's arguments
+//! live with the command in its module and become the library's arguments
+//! in one step; this file only names the commands and maps the result to
+//! an exit code.
 
+mod args;
 mod bench;
 mod diagnostics;
 mod distill;
 mod elo;
+mod help_markdown;
 mod lc0;
 mod lc0_archive;
 mod matches;
 mod play;
+mod rules;
 mod uci;
 
-use std::io::{self, Write};
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{Context, Result};
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_rules::{Game, MoveList, divide, perft};
-use clap::{Parser, Subcommand, ValueEnum};
+use anyhow::Result;
+use clap::{Parser, Subcommand};
 
 /// capa: an AlphaZero-style training framework for Capablanca chess and chess.
 #[derive(Parser, Debug)]
@@ -32,685 +33,167 @@ struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Count the leaves of the legal-move tree (last ply counted in bulk, as engines do).
-    ///
-    /// Prints `move: count` per root move with --divide, then always a last line
-    /// `nodes N`; time and nodes/s go to stderr.
-    Perft {
-        #[command(flatten)]
-        position: PositionArgs,
-        /// Plies to search (1 or more).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
-        depth: u32,
-        /// One `move: count` line per root move, sorted by move.
-        #[arg(long)]
-        divide: bool,
-    },
-    /// List the legal moves in UCI notation, sorted, one per line.
-    ///
-    /// When the position ends the game (mate, stalemate, 50 moves, insufficient
-    /// material), stderr says so.
-    Legal {
-        #[command(flatten)]
-        position: PositionArgs,
-    },
-    /// Run as a UCI engine on stdin and stdout: a network and the search.
-    ///
-    /// The network decides the game (announced as `UCI_Variant`). Options:
-    /// Threads (sizes the thread pool when the network first loads), MultiPV,
-    /// UCI_ShowWDL, VerboseMoveStats (an `info string` per root move: prior,
-    /// visits, Q, D, M), CPuct, Contempt (draw aversion, -1 to 1),
-    /// ProveMateInOne (a position where the side to move mates at once is
-    /// proven lost for the side that moved into it; on by default),
-    /// Temperature (0 plays the most visited move), MinibatchSize (leaves
-    /// per network batch, 32), MoveOverhead (ms kept back from each move's
-    /// time), Backend and Device (the network reloads on the next `isready`
-    /// or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
-    /// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
-    /// Lines the engine cannot use are answered with `info string`.
-    Uci {
-        /// The network file: a run's `nets/<hash>.safetensors`, or any
-        /// network or checkpoint capa wrote.
-        #[arg(long)]
-        net: std::path::PathBuf,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
-    /// Play games between two players and measure the Elo difference.
-    ///
-    /// A player is a network file (`.safetensors`, played through `capa uci`)
-    /// or a UCI engine command (`fairy-stockfish`, `stockfish`, `sjaakii`...).
-    /// Games come in pairs from one opening with the colours swapped. Each
-    /// game's line goes to stderr; the last line on stdout is
-    /// `A vs B: +W =D -L of N games, score S%, Elo E (95%: LOW to HIGH), T s`
-    /// (from A's side), followed by the SPRT's line with --sprt.
-    Match {
-        /// Player A: a network file or a UCI engine command.
-        a: String,
-        /// Player B: a network file or a UCI engine command.
-        b: String,
-        /// Games to play (rounded up to an even number).
-        #[arg(long, default_value_t = 100)]
-        games: u32,
-        #[command(flatten)]
-        limit: LimitArgs,
-        /// The game, needed when neither player is a network.
-        #[arg(long, value_enum)]
-        variant: Option<Variant>,
-        /// Openings, one per line: UCI moves from the start position, or a
-        /// FEN optionally followed by `moves ...`; `#` starts a comment. They
-        /// are used in turn, each for a pair of games.
-        #[arg(long)]
-        openings: Option<std::path::PathBuf>,
-        /// Without --openings: plies of uniformly random moves that start each pair.
-        #[arg(long, default_value_t = 6)]
-        random_plies: u32,
-        /// Seeds the random openings.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Games played at once, each with its own two engine processes.
-        #[arg(long, default_value_t = 1)]
-        concurrency: usize,
-        /// Write the games here as PGN (rewritten after each game).
-        #[arg(long)]
-        pgn: Option<std::path::PathBuf>,
-        /// Stop once a sequential probability ratio test decides:
-        /// `ELO0,ELO1` or `ELO0,ELO1,ALPHA,BETA` (alpha and beta default to 0.05).
-        #[arg(long, value_parser = matches::parse_sprt, allow_hyphen_values = true)]
-        sprt: Option<capa_data::Sprt>,
-        /// Plies after which a game is a draw; 0 leaves it to the rules.
-        #[arg(long, default_value_t = 0)]
-        ply_cap: u32,
-        /// A UCI option for player A, `NAME=VALUE` (repeatable), e.g. `UCI_Elo=1500`.
-        #[arg(long = "option-a", value_parser = matches::parse_option)]
-        option_a: Vec<(String, String)>,
-        /// A UCI option for player B, `NAME=VALUE` (repeatable).
-        #[arg(long = "option-b", value_parser = matches::parse_option)]
-        option_b: Vec<(String, String)>,
-        /// Seconds an engine may take to answer, beyond a move's own time;
-        /// one that takes longer loses the game.
-        #[arg(long, default_value_t = 60.0)]
-        timeout: f64,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
-    /// A network's Elo on a UCI engine's `UCI_Elo` scale, by bisection.
-    ///
-    /// Sets the engine (with UCI_LimitStrength) to the middle of a bracket,
-    /// its advertised UCI_Elo range by default, plays --games games, keeps
-    /// the half the score points to, and stops once the bracket is narrower
-    /// than --tolerance, a probe scores 45% to 55%, or after --max-probes.
-    /// Prints `probe N: UCI_Elo E: +W =D -L, score S%, estimate X` per probe
-    /// (X = E - 400 log10(1/S - 1)), then `Elo X (95%: LOW to HIGH) ...`: the
-    /// strength that makes all probes' results most likely; `Elo at most
-    /// HIGH (95%)` when every game was lost (`at least LOW` when every game
-    /// was won). The network decides the game.
-    Elo {
-        /// The network file.
-        #[arg(long)]
-        net: std::path::PathBuf,
-        /// The engine command; it needs UCI_LimitStrength and UCI_Elo.
-        #[arg(long, default_value = "fairy-stockfish")]
-        engine: String,
-        /// Games per probe (rounded up to an even number).
-        #[arg(long, default_value_t = 20)]
-        games: u32,
-        #[command(flatten)]
-        limit: LimitArgs,
-        /// The bracket's lower end (default: the engine's UCI_Elo minimum).
-        #[arg(long)]
-        low: Option<f64>,
-        /// The bracket's upper end (default: the engine's UCI_Elo maximum).
-        #[arg(long)]
-        high: Option<f64>,
-        /// Stop once the bracket is at most this many Elo wide.
-        #[arg(long, default_value_t = 50.0)]
-        tolerance: f64,
-        /// Probes at most.
-        #[arg(long, default_value_t = 8)]
-        max_probes: u32,
-        /// A further UCI option for the engine, `NAME=VALUE` (repeatable).
-        #[arg(long = "option", value_parser = matches::parse_option)]
-        options: Vec<(String, String)>,
-        /// Plies of uniformly random moves that start each pair of games.
-        #[arg(long, default_value_t = 6)]
-        random_plies: u32,
-        /// Seeds the openings (probe i uses SEED + i).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Games played at once.
-        #[arg(long, default_value_t = 1)]
-        concurrency: usize,
-        /// Seconds an engine may take to answer beyond the move's own time.
-        #[arg(long, default_value_t = 60.0)]
-        timeout: f64,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
-    /// Play a network in the terminal, or one move per call with --state.
-    ///
-    /// In the terminal: the board is drawn after every move; type a move in
-    /// UCI (`e2e4`) or SAN (`Nf3`), `moves` for the legal moves, `undo` to
-    /// take back your last move and the reply, `quit` to stop. With
-    /// --state FILE: each call plays --move (if given), then the network's
-    /// reply, saves the game to FILE and prints the board, then
-    /// `bestmove M`, and `result R (how)` once the game is over; a missing
-    /// FILE starts a new game (from --fen if given).
-    Play {
-        /// The network file; its game is the game played.
-        #[arg(long)]
-        net: std::path::PathBuf,
-        /// Playouts per move of the network.
-        #[arg(long, default_value_t = 800)]
-        nodes: u32,
-        /// Your colour in the terminal: `white` or `black`.
-        #[arg(long, default_value = "white", value_parser = parse_color)]
-        color: capa_rules::Color,
-        /// The start position (FEN); the game's own when absent.
-        #[arg(long)]
-        fen: Option<String>,
-        /// Keep the game in this file and play one move per call.
-        #[arg(long)]
-        state: Option<std::path::PathBuf>,
-        /// With --state: your move (UCI or SAN), played before the network's.
-        #[arg(long = "move")]
-        mv: Option<String>,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
-    /// How peaked each network's policy is: the mean, over positions of
-    /// seeded random games (up to 60 plies), of the largest prior times the
-    /// number of legal moves. 1.0 means uniform; a trained network scores
-    /// well above. One line per network.
-    PolicyHealth {
-        /// Network files.
-        #[arg(required = true)]
-        nets: Vec<std::path::PathBuf>,
-        /// Positions to measure on.
-        #[arg(long, default_value_t = 512)]
-        positions: usize,
-        /// Seeds the random games (the same positions for every network).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
-    /// The replay window of a run (the newest games that fill
-    /// `buffer.window`): results, endings, game lengths, and the value
-    /// targets' win/draw/loss shares for the side to move.
-    BufferStats {
-        /// The run directory (a path, or an s3://, gs://, az:// URL).
-        run: std::path::PathBuf,
-    },
-    /// Whether training memorises the buffer: the newest network's losses
-    /// on the oldest and on the newest positions of the replay window. A
-    /// newest/oldest ratio of 2 or more means memorising.
-    OverfitCheck {
-        /// The run directory (a path, or an s3://, gs://, az:// URL).
-        run: std::path::PathBuf,
-        /// Positions at each end of the window.
-        #[arg(long, default_value_t = 2048)]
-        positions: usize,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
+    Perft(rules::PerftCommand),
+    Legal(rules::LegalCommand),
+    Uci(uci::EngineArgs),
+    Match(matches::MatchCommand),
+    Elo(elo::EloCommand),
+    Play(play::PlayArgs),
+    PolicyHealth(diagnostics::PolicyHealthCommand),
+    BufferStats(diagnostics::BufferStatsCommand),
+    OverfitCheck(diagnostics::OverfitCheckCommand),
     /// Lc0 V6 training data: convert PGN games (static, comment or engine
     /// evals), finish adjudicated games, rescore with tablebases, dedup,
     /// pack, verify, and fit the WDL model.
-    Lc0 {
-        #[command(subcommand)]
-        what: lc0::Lc0Command,
-    },
+    #[command(subcommand)]
+    Lc0(lc0::Lc0Command),
     /// Distillation from a UCI engine (Stockfish, Fairy-Stockfish).
-    Distill {
-        #[command(subcommand)]
-        what: DistillCommand,
-    },
+    #[command(subcommand)]
+    Distill(distill::DistillCommand),
     /// Measure a component; benches/ compares the figures with real peers.
-    Bench {
-        #[command(subcommand)]
-        what: BenchCommand,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum DistillCommand {
-    /// Generate teacher data: the engine plays itself at a fixed depth and,
-    /// before every move, reports its --multipv best moves with their
-    /// scores. One file per game in --out (`000000.teacher`, ...), written
-    /// atomically, with the settings in `generation.txt`.
-    ///
-    /// Every position is analysed, the opening's too; the opening's moves
-    /// are played as given, then the engine's best move. Prints a last line
-    /// `G games, P positions in T s: R positions/s, R/W per worker; ...`.
-    Gen {
-        /// The engine command, e.g. `stockfish` (chess) or `fairy-stockfish`.
-        #[arg(long)]
-        engine: String,
-        /// The game.
-        #[arg(long, value_enum)]
-        variant: Variant,
-        /// Games the output holds when done (with --resume: the total, old ones included).
-        #[arg(long)]
-        games: usize,
-        /// Search depth per position (`go depth`).
-        #[arg(long, default_value_t = 10)]
-        depth: u32,
-        /// Candidates per position (the engine's `MultiPV`).
-        #[arg(long, default_value_t = 8)]
-        multipv: u32,
-        /// Engine processes at once, one thread each.
-        #[arg(long, default_value_t = 1)]
-        workers: usize,
-        /// The output folder: new or empty, or an earlier generation with --resume.
-        #[arg(long)]
-        out: std::path::PathBuf,
-        /// Without --openings: uniformly random plies that start each game (game i's
-        /// are drawn from --seed and i, so a resume replays the same openings).
-        #[arg(long, default_value_t = 8)]
-        random_plies: u32,
-        /// Openings, one per line: UCI moves from the start position, or a FEN
-        /// optionally followed by `moves ...`; `#` starts a comment. Game i uses line i,
-        /// round robin.
-        #[arg(long)]
-        openings: Option<std::path::PathBuf>,
-        /// Seeds the random openings.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Plies after which a game is a draw; 0 leaves it to the rules.
-        #[arg(long, default_value_t = 400)]
-        ply_cap: u32,
-        /// The engine's hash table in MiB (when it has a `Hash` option).
-        #[arg(long, default_value_t = 16)]
-        hash: u32,
-        /// Another UCI option for the engine, `NAME=VALUE` (repeatable).
-        #[arg(long = "option", value_parser = matches::parse_option)]
-        options: Vec<(String, String)>,
-        /// Continue the generation in --out: play the games whose files are missing,
-        /// after checking that the settings are the same.
-        #[arg(long)]
-        resume: bool,
-        /// Seconds the engine may take to answer before it counts as hung.
-        #[arg(long, default_value_t = 60.0)]
-        timeout: f64,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum BenchCommand {
-    /// Search from the start position with a free evaluator (pseudo-random
-    /// priors and values from the position's hash, as Lc0's `random` backend).
-    ///
-    /// Prints a summary line, then a last line
-    /// `nodes N cpu_s S nodes_per_cpu_s R bytes_per_node B`
-    /// (CPU time of all threads, the evaluator's included; bytes of the
-    /// trees' nodes, edges and child slots per node).
-    Search {
-        /// The game: `capablanca` (10x8) or `chess`.
-        #[arg(long, value_enum)]
-        variant: Variant,
-        /// Playouts in all, split evenly over the games.
-        #[arg(long, default_value_t = 200_000)]
-        nodes: u32,
-        /// Leaves each game gathers per round (its share of the network batch).
-        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..=i64::from(capa_mcts::MAX_PER_ROUND)))]
-        batch: u16,
-        /// Threads selecting and backing up (the evaluator has its own).
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
-        threads: u16,
-        /// Games searched together; by default one per thread.
-        #[arg(long)]
-        games: Option<usize>,
-        /// Pipelined groups: while the evaluator works on one group's batch
-        /// the threads select and back up the others.
-        #[arg(long, default_value_t = 1)]
-        groups: usize,
-        /// Nanoseconds the fake evaluator sleeps per leaf of each batch, to
-        /// stand in for a network on a device (it uses no CPU meanwhile).
-        #[arg(long, default_value_t = 0)]
-        eval_ns_per_leaf: u64,
-    },
-    /// Time `capa lc0 convert` on PGN files: each stage on one thread
-    /// (parsing, SAN to moves, conversion, gzip), then the whole
-    /// conversion to files with 1 and 2 threads.
-    ///
-    /// Prints a line per stage, then a last line
-    /// `parse P replay R convert C gzip G files_t1 F1 files_t2 F2` (positions per second).
-    Lc0 {
-        /// PGN files (plain, .gz, .zst), read into memory first.
-        #[arg(required = true)]
-        files: Vec<std::path::PathBuf>,
-        /// Times the files are repeated, for a longer measurement.
-        #[arg(long, default_value_t = 1)]
-        repeat: usize,
-    },
-    /// Time the network: inference at batch 1, 32 and --batch, and training
-    /// steps (forward, losses, backward, AdamW) at --batch, on fresh weights.
-    ///
-    /// Prints a line per case, then a last line
-    /// `infer_b1 X infer_b32 Y infer_bN Z train_bN W` (positions per second, wall clock; median call).
-    Net {
-        /// The architecture: `small` (64 channels, 4 blocks, 1 transformer
-        /// block) or `typical` (256 channels, 15 blocks, 4 transformer blocks, 8 heads).
-        #[arg(long, default_value = "small")]
-        size: String,
-        /// The game, which sets the input planes, board and policy width.
-        #[arg(long, value_enum, default_value = "capablanca")]
-        variant: Variant,
-        #[command(flatten)]
-        device: DeviceArgs,
-        /// The large batch, for inference and training.
-        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
-        batch: u32,
-        /// Minimum seconds per measurement; each takes at least three calls after a warm-up call.
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-    },
-}
-
-/// Where a network runs.
-#[derive(clap::Args, Debug)]
-struct DeviceArgs {
-    /// The backend: `cpu`, `wgpu` or `cuda` (the last two need the cargo features of the same name).
-    #[arg(long, default_value = "cpu")]
-    backend: capa_net::BackendKind,
-    /// The device's index on the backend.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
-}
-
-impl DeviceArgs {
-    fn spec(&self) -> capa_net::DeviceSpec {
-        capa_net::DeviceSpec { backend: self.backend, index: self.device }
-    }
-}
-
-/// How long each move of a match may take; one of the three.
-#[derive(clap::Args, Debug)]
-#[group(multiple = false)]
-struct LimitArgs {
-    /// Nodes per move (`go nodes`; playouts for a network). The default
-    /// limit when none is given: 800.
-    #[arg(long)]
-    nodes: Option<u64>,
-    /// Milliseconds per move (`go movetime`).
-    #[arg(long)]
-    movetime: Option<u64>,
-    /// A clock per game and player: `BASE+INC` in seconds, such as `10+0.1`.
-    /// Running out of time loses.
-    #[arg(long, value_parser = matches::parse_clock)]
-    tc: Option<matches::MoveLimit>,
-}
-
-impl LimitArgs {
-    fn limit(&self) -> Result<matches::MoveLimit> {
-        Ok(match (self.nodes, self.movetime, self.tc) {
-            (Some(0), ..) | (_, Some(0), _) => anyhow::bail!("--nodes and --movetime must be at least 1"),
-            (Some(n), ..) => matches::MoveLimit::Nodes(n),
-            (_, Some(ms), _) => matches::MoveLimit::MoveTime(ms),
-            (_, _, Some(clock)) => clock,
-            _ => matches::MoveLimit::Nodes(800),
-        })
-    }
-}
-
-#[derive(clap::Args, Debug)]
-struct PositionArgs {
-    /// The game: `capablanca` (10x8) or `chess`.
-    #[arg(long, value_enum)]
-    variant: Variant,
-    /// The position as FEN; the variant's start position when absent.
-    #[arg(long)]
-    fen: Option<String>,
-}
-
-#[derive(Copy, Clone, Debug, ValueEnum)]
-enum Variant {
-    Capablanca,
-    Chess,
-}
-
-impl Variant {
-    fn kind(self) -> capa_net::GameKind {
-        match self {
-            Variant::Capablanca => capa_net::GameKind::Capablanca,
-            Variant::Chess => capa_net::GameKind::Chess,
-        }
-    }
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Print this command reference as Markdown (docs/cli.md is its output).
+    #[command(hide = true)]
+    HelpMarkdown,
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    capa_train::cli::init_logging();
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        // A closed pipe (`capa legal ... | head`) is not a failure.
-        Err(err)
-            if err
-                .chain()
-                .any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)) =>
-        {
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(2)
-        }
+        Err(error) => capa_train::cli::exit_code(&error),
     }
 }
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Perft { position, depth, divide } => match position.variant {
-            Variant::Capablanca => run_perft(load::<Capablanca>(&position)?, depth, divide),
-            Variant::Chess => run_perft(load::<Chess>(&position)?, depth, divide),
-        },
-        Command::Legal { position } => match position.variant {
-            Variant::Capablanca => run_legal(&load::<Capablanca>(&position)?),
-            Variant::Chess => run_legal(&load::<Chess>(&position)?),
-        },
-        Command::Bench {
-            what: BenchCommand::Search { variant, nodes, batch, threads, games, groups, eval_ns_per_leaf },
-        } => {
-            let threads = usize::from(threads);
-            let args = bench::SearchBench {
-                nodes,
-                batch,
-                threads,
-                games: games.unwrap_or(threads),
-                groups,
-                eval_per_leaf: std::time::Duration::from_nanos(eval_ns_per_leaf),
-            };
-            match variant {
-                Variant::Capablanca => bench::search::<Capablanca>(&args),
-                Variant::Chess => bench::search::<Chess>(&args),
-            }
-        }
-        Command::Match {
-            a,
-            b,
-            games,
-            limit,
-            variant,
-            openings,
-            random_plies,
-            seed,
-            concurrency,
-            pgn,
-            sprt,
-            ply_cap,
-            option_a,
-            option_b,
-            timeout,
-            device,
-        } => matches::run(&matches::MatchArgs {
-            players: [a, b],
-            options: [option_a, option_b],
-            variant: variant.map(Variant::kind),
-            games,
-            openings,
-            random_plies,
-            seed,
-            concurrency,
-            pgn,
-            sprt,
-            ply_cap,
-            timeout: seconds(timeout)?,
-            device: device.spec(),
-            limit: limit.limit()?,
-        }),
-        Command::Lc0 { what } => lc0::run(&what),
-        Command::Distill {
-            what:
-                DistillCommand::Gen {
-                    engine,
-                    variant,
-                    games,
-                    depth,
-                    multipv,
-                    workers,
-                    out,
-                    random_plies,
-                    openings,
-                    seed,
-                    ply_cap,
-                    hash,
-                    options,
-                    resume,
-                    timeout,
-                },
-        } => distill::run(&distill::GenArgs {
-            engine,
-            game: variant.kind(),
-            games,
-            depth,
-            multipv,
-            workers,
-            out,
-            random_plies,
-            openings,
-            seed,
-            ply_cap,
-            hash,
-            options,
-            resume,
-            timeout: seconds(timeout)?,
-        }),
-        Command::Elo {
-            net,
-            engine,
-            games,
-            limit,
-            low,
-            high,
-            tolerance,
-            max_probes,
-            options,
-            random_plies,
-            seed,
-            concurrency,
-            timeout,
-            device,
-        } => elo::run(&elo::EloArgs {
-            net,
-            engine,
-            games,
-            limit: limit.limit()?,
-            bracket: (low, high),
-            tolerance,
-            max_probes,
-            engine_options: options,
-            random_plies,
-            seed,
-            concurrency,
-            timeout: seconds(timeout)?,
-            device: device.spec(),
-        }),
-        Command::Play { net, nodes, color, fen, state, mv, device } => {
-            play::run(&play::PlayArgs { net, nodes, color, fen, state, mv, device: device.spec() })
-        }
-        Command::PolicyHealth { nets, positions, seed, device } => {
-            diagnostics::policy_health(&nets, positions, seed, device.spec())
-        }
-        Command::BufferStats { run } => {
-            println!("{}", capa_train::buffer_stats(&run)?);
-            Ok(())
-        }
-        Command::OverfitCheck { run, positions, device } => {
-            if positions == 0 {
-                anyhow::bail!("--positions must be at least 1");
-            }
-            let report = capa_train::overfit_check(&run, positions, device.spec())?;
-            println!("{report}");
-            Ok(())
-        }
-        Command::Uci { net, device } => uci::run(&uci::EngineArgs { net, device: device.spec() }),
-        Command::Bench { what: BenchCommand::Lc0 { files, repeat } } => bench::lc0(&files, repeat),
-        Command::Bench { what: BenchCommand::Net { size, variant, device, batch, seconds } } => {
-            let game = variant.kind();
-            if !(seconds.is_finite() && seconds >= 0.0) {
-                anyhow::bail!("--seconds must be a non-negative number, not {seconds}");
-            }
-            let config = capa_net::NetConfig::preset(&size, game).context("--size")?;
-            let args = bench::NetBench { config, batch: batch as usize, seconds };
-            capa_net::with_backend(device.spec(), &args)??;
+        Command::Perft(command) => command.run(),
+        Command::Legal(command) => command.run(),
+        Command::Uci(args) => uci::run(&args),
+        Command::Match(command) => command.run(),
+        Command::Elo(command) => command.run(),
+        Command::Play(args) => play::run(&args),
+        Command::PolicyHealth(command) => command.run(),
+        Command::BufferStats(command) => command.run(),
+        Command::OverfitCheck(command) => command.run(),
+        Command::Lc0(command) => lc0::run(&command),
+        Command::Distill(command) => command.run(),
+        Command::Bench(command) => command.run(),
+        Command::HelpMarkdown => {
+            print!("{}", help_markdown::markdown(&<Cli as clap::CommandFactory>::command()));
             Ok(())
         }
     }
 }
 
-/// `white` or `black`.
-fn parse_color(text: &str) -> Result<capa_rules::Color, String> {
-    match text {
-        "white" => Ok(capa_rules::Color::White),
-        "black" => Ok(capa_rules::Color::Black),
-        other => Err(format!("`{other}`: white or black")),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
 
-/// `--timeout` as a duration.
-fn seconds(timeout: f64) -> Result<std::time::Duration> {
-    if !(timeout.is_finite() && timeout > 0.0 && timeout < 1e9) {
-        anyhow::bail!("--timeout must be a positive number of seconds, not {timeout}");
-    }
-    Ok(std::time::Duration::from_secs_f64(timeout))
-}
+    use super::*;
+    use crate::args::Variant;
 
-fn load<G: Game>(args: &PositionArgs) -> Result<G> {
-    match &args.fen {
-        None => Ok(G::startpos()),
-        Some(fen) => G::from_fen(fen).with_context(|| format!("cannot set up the {} position (--fen)", G::NAME)),
+    /// Parses a command line; `~` inside a word stands for a space.
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(line.split_whitespace().map(|word| word.replace('~', " ")))
     }
-}
 
-fn run_perft<G: Game>(pos: G, depth: u32, split: bool) -> Result<()> {
-    let start = Instant::now();
-    let nodes = if split {
-        let mut lines: Vec<(String, u64)> = divide(&pos, depth).into_iter().map(|(m, n)| (m.to_string(), n)).collect();
-        lines.sort();
-        let mut out = io::stdout().lock();
-        for (m, n) in &lines {
-            writeln!(out, "{m}: {n}")?;
+    #[test]
+    fn the_definitions_are_consistent() {
+        Cli::command().debug_assert();
+        capa_train::cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_takes_its_flags() {
+        for line in [
+            "capa perft --variant capablanca --depth 3 --divide",
+            "capa perft --variant chess --fen 8/8/8/8/8/8/8/K1k5~w~-~-~0~1 --depth 1",
+            "capa legal --variant chess",
+            "capa uci --net n.safetensors --backend cpu --device 0",
+            "capa match a.safetensors fairy-stockfish --games 4 --nodes 16 --variant capablanca --openings o.txt \
+             --random-plies 2 --seed 3 --concurrency 2 --pgn m.pgn --sprt -5,5 --ply-cap 300 \
+             --option-a MinibatchSize=4 --option-b UCI_Elo=1500 --option-b Threads=1 --timeout 5",
+            "capa match a b --movetime 100 --variant chess",
+            "capa match a b --tc 10+0.1 --variant chess",
+            "capa elo --net n.safetensors --engine fairy-stockfish --games 10 --nodes 32 --low 500 --high 1500 \
+             --tolerance 100 --max-probes 3 --option Threads=1 --random-plies 4 --seed 2 --concurrency 2 --timeout 9",
+            "capa play --net n.safetensors --nodes 64 --color black --fen x --state s.txt --move e2e4",
+            "capa policy-health a.safetensors b.safetensors --positions 64 --seed 2",
+            "capa buffer-stats run",
+            "capa overfit-check s3://bucket/run --positions 128",
+            "capa lc0 convert g.pgn --output-dir out --name sup --files-per-dir 100",
+            "capa lc0 verify out",
+            "capa distill gen --engine stockfish --variant chess --games 10 --depth 6 --multipv 4 --workers 2 \
+             --out d --random-plies 4 --seed 2 --ply-cap 200 --hash 32 --option Skill=3 --resume --timeout 30",
+            "capa bench search --variant chess --nodes 1000 --batch 64 --threads 2 --games 4 --groups 2",
+            "capa bench lc0 g.pgn --repeat 2",
+            "capa bench net --size small --variant chess --batch 32 --seconds 0.5",
+            "capa help-markdown",
+        ] {
+            if let Err(e) = parse(line) {
+                panic!("{line}: {e}");
+            }
         }
-        lines.iter().map(|(_, n)| n).sum()
-    } else {
-        perft(&pos, depth)
-    };
-    let secs = start.elapsed().as_secs_f64();
-    eprintln!("time {secs:.3} s, {:.0} nodes/s", nodes as f64 / secs.max(1e-9));
-    writeln!(io::stdout(), "nodes {nodes}")?;
-    Ok(())
-}
+    }
 
-fn run_legal<G: Game>(pos: &G) -> Result<()> {
-    let mut moves = MoveList::new();
-    pos.legal_moves(&mut moves);
-    let mut names: Vec<String> = moves.iter().map(ToString::to_string).collect();
-    names.sort();
-    let mut out = io::stdout().lock();
-    for name in names {
-        writeln!(out, "{name}")?;
+    #[test]
+    fn values_reach_the_command() {
+        let Command::Match(command) =
+            parse("capa match a b --games 7 --nodes 5 --sprt -5,5,0.1,0.2 --option-a X=1").unwrap().command
+        else {
+            panic!("not a match")
+        };
+        assert_eq!((command.a.as_str(), command.b.as_str(), command.games), ("a", "b", 7));
+        assert_eq!(command.limit.nodes, Some(5));
+        assert_eq!(command.sprt.map(|s| (s.elo0, s.elo1, s.beta)), Some((-5.0, 5.0, 0.2)));
+        assert_eq!(command.option_a, vec![("X".to_string(), "1".to_string())]);
+        let Command::Perft(perft) = parse("capa perft --variant chess --depth 2").unwrap().command else {
+            panic!("not perft")
+        };
+        assert_eq!((perft.position.variant, perft.depth, perft.divide), (Variant::Chess, 2, false));
     }
-    if let Some(outcome) = pos.outcome() {
-        eprintln!("game over: {} ({:?} for the side to move)", outcome.reason, outcome.result);
+
+    #[test]
+    fn bad_flags_are_refused() {
+        for line in [
+            "capa",
+            "capa perft --variant capablanca",
+            "capa perft --variant shogi --depth 2",
+            "capa perft --variant chess --depth 0",
+            "capa perft --variant chess --depth 21",
+            "capa legal",
+            "capa uci",
+            "capa match a",
+            "capa match a b --nodes 5 --movetime 100",
+            "capa match a b --tc 0+1",
+            "capa match a b --sprt 10,0",
+            "capa match a b --option-a Threads",
+            "capa match a b --games many",
+            "capa elo --engine fairy-stockfish",
+            "capa play --net n --color green",
+            "capa policy-health",
+            "capa lc0 convert --output-dir out",
+            "capa lc0 convert g.pgn --files-per-dir 0",
+            "capa distill gen --engine stockfish --variant chess --out d",
+            "capa bench search --variant chess --batch 0",
+            "capa bench net --batch 0",
+            "capa no-such-command",
+        ] {
+            assert!(parse(line).is_err(), "{line} was accepted");
+        }
     }
-    Ok(())
+
+    #[test]
+    fn docs_cli_md_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md");
+        let written = std::fs::read_to_string(&path).unwrap_or_default();
+        let current = help_markdown::markdown(&Cli::command());
+        assert!(
+            written == current,
+            "docs/cli.md is stale: run `cargo run --release -p capa-cli -- help-markdown > docs/cli.md`"
+        );
+    }
 }

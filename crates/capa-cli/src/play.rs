@@ -7,29 +7,44 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use capa_data::{centipawns, write_atomically};
 use capa_mcts::{Limits, SearchParams, Tree};
-use capa_net::{DeviceSpec, GameKind, NetEvaluator, NetGame};
+use capa_net::{GameKind, NetEvaluator, NetGame};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, GameResult, History, MoveList};
 
-use crate::uci::play_uci_moves;
+use crate::args::DeviceArgs;
 
-/// What `capa play` needs.
+/// Play a network in the terminal, or one move per call with --state.
+///
+/// In the terminal: the board is drawn after every move; type a move in
+/// UCI (`e2e4`) or SAN (`Nf3`), `moves` for the legal moves, `undo` to
+/// take back your last move and the reply, `quit` to stop. With
+/// --state FILE: each call plays --move (if given), then the network's
+/// reply, saves the game to FILE and prints the board, then
+/// `bestmove M`, and `result R (how)` once the game is over; a missing
+/// FILE starts a new game (from --fen if given).
+#[derive(clap::Args, Debug)]
 pub struct PlayArgs {
-    /// The network file.
+    /// The network file; its game is the game played.
+    #[arg(long)]
     pub net: PathBuf,
-    /// Playouts per engine move.
+    /// Playouts per move of the network.
+    #[arg(long, default_value_t = 800)]
     pub nodes: u32,
-    /// The colour the person plays in the terminal.
+    /// Your colour in the terminal: `white` or `black`.
+    #[arg(long, default_value = "white", value_parser = parse_color)]
     pub color: Color,
-    /// The start position; the game's own when absent.
+    /// The start position (FEN); the game's own when absent.
+    #[arg(long)]
     pub fen: Option<String>,
-    /// One move per call, the game kept in this file.
+    /// Keep the game in this file and play one move per call.
+    #[arg(long)]
     pub state: Option<PathBuf>,
-    /// With `state`: the person's move, played before the engine's.
+    /// With --state: your move (UCI or SAN), played before the network's.
+    #[arg(long = "move")]
     pub mv: Option<String>,
-    /// The network's device.
-    pub device: DeviceSpec,
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// Plays, in the terminal or one move per call.
@@ -73,7 +88,7 @@ struct Engine<G: NetGame> {
 
 impl<G: NetGame> Engine<G> {
     fn new(args: &PlayArgs) -> Result<Engine<G>> {
-        let evaluator = NetEvaluator::<G>::from_file(&args.net, args.device)
+        let evaluator = NetEvaluator::<G>::from_file(&args.net, args.device.spec())
             .with_context(|| format!("cannot load {}", args.net.display()))?;
         Ok(Engine { evaluator, nodes: args.nodes })
     }
@@ -285,8 +300,17 @@ fn read_state<G: Game>(text: &str) -> Result<History<G>> {
     let fen = lines.next().and_then(|l| l.strip_prefix("fen ")).context("line 2: expected `fen <FEN>`")?;
     let mut history = History::new(G::from_fen(fen).context("line 2")?);
     let moves = lines.next().and_then(|l| l.strip_prefix("moves")).context("line 3: expected `moves ...`")?;
-    play_uci_moves(&mut history, moves.split_whitespace()).context("line 3")?;
+    history.play_uci_moves(moves.split_whitespace()).context("line 3")?;
     Ok(history)
+}
+
+/// `white` or `black`.
+fn parse_color(text: &str) -> Result<Color, String> {
+    match text {
+        "white" => Ok(Color::White),
+        "black" => Ok(Color::Black),
+        other => Err(format!("`{other}`: white or black")),
+    }
 }
 
 #[cfg(test)]

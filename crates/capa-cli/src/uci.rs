@@ -19,6 +19,8 @@ use anyhow::{Context, Result, bail};
 use capa_data::centipawns;
 use capa_mcts::{Limits, MoveInfo, Proof, Rng, SearchParams, SearchResult, Tree};
 use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame};
+
+use crate::args::DeviceArgs;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, History};
@@ -39,12 +41,28 @@ const DEFAULT_MINIBATCH: u16 = 32;
 /// What `go depth N` searches, since an MCTS has no depth to stop at.
 const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 
-/// The engine's settings at start, from the command line.
+/// Run as a UCI engine on stdin and stdout: a network and the search.
+///
+/// The network decides the game (announced as `UCI_Variant`). Options:
+/// Threads (sizes the thread pool when the network first loads), MultiPV,
+/// UCI_ShowWDL, VerboseMoveStats (an `info string` per root move: prior,
+/// visits, Q, D, M), CPuct, Contempt (draw aversion, -1 to 1),
+/// ProveMateInOne (a position where the side to move mates at once is
+/// proven lost for the side that moved into it; on by default),
+/// Temperature (0 plays the most visited move), MinibatchSize (leaves
+/// per network batch, 32), MoveOverhead (ms kept back from each move's
+/// time), Backend and Device (the network reloads on the next `isready`
+/// or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
+/// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
+/// Lines the engine cannot use are answered with `info string`.
+#[derive(clap::Args, Debug)]
 pub struct EngineArgs {
-    /// The network file.
+    /// The network file: a run's `nets/<hash>.safetensors`, or any
+    /// network or checkpoint capa wrote.
+    #[arg(long)]
     pub net: PathBuf,
-    /// The backend and device, until `setoption name Backend` or `Device` changes them.
-    pub device: DeviceSpec,
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// Runs the engine on stdin and stdout until `quit` or the end of the input.
@@ -130,7 +148,7 @@ impl<G: NetGame> Engine<G> {
                 minibatch: DEFAULT_MINIBATCH,
                 move_overhead: Duration::from_millis(30),
                 backend: args.device.backend,
-                device: args.device.index,
+                device: args.device.device,
             },
             evaluator: None,
             loaded_on: None,
@@ -609,19 +627,8 @@ fn parse_position<G: Game>(args: &[&str]) -> Result<History<G>> {
         _ => bail!("expected `position startpos` or `position fen <fen>`, then optionally `moves ...`"),
     };
     let mut history = History::new(start);
-    play_uci_moves(&mut history, args.get(moves_at + 1..).unwrap_or_default().iter().copied())?;
+    history.play_uci_moves(args.get(moves_at + 1..).unwrap_or_default().iter().copied())?;
     Ok(history)
-}
-
-/// Plays moves in UCI notation onto `history`; an illegal or malformed one
-/// is an error naming its number in the list. The one way every command
-/// (`position`, openings files, `capa play`'s state) reads a move list.
-pub fn play_uci_moves<'a, G: Game>(history: &mut History<G>, moves: impl IntoIterator<Item = &'a str>) -> Result<()> {
-    for (i, text) in moves.into_iter().enumerate() {
-        let m = history.current().parse_uci(text).with_context(|| format!("move {} of the list", i + 1))?;
-        history.play(m);
-    }
-    Ok(())
 }
 
 /// Parses `go`'s limits into a plan, with notes on what was not understood.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use super::{capa, stderr, stdout};
 
 fn sample(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../capa-data/tests/data").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../capa-lc0/tests/data").join(name).display().to_string()
 }
 
 fn fresh(name: &str) -> PathBuf {
@@ -172,7 +172,7 @@ fn finish_convert_rescore_dedup_and_pack_as_a_user_chains_them() {
     assert!(convert.status.success(), "{}", stderr(&convert));
     assert!(stdout(&convert).contains("4 games read, 4 written"), "{}", stdout(&convert));
 
-    let tables = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capa-data/tests/data/syzygy");
+    let tables = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capa-lc0/tests/data/syzygy");
     let rescore = capa(&["lc0", "rescore", path(&chunks), "--syzygy", path(&tables)]);
     assert!(rescore.status.success(), "{}", stderr(&rescore));
     assert!(stdout(&rescore).starts_with("4 files rescored, 0 skipped"), "{}", stdout(&rescore));

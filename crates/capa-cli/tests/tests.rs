@@ -161,7 +161,7 @@ pub fn script(name: &str, body: &str) -> String {
 /// The engine binary in PATH or /usr/games (where Debian puts it); `None`
 /// skips only when `CAPA_SKIP_ENGINE_TESTS=1`.
 pub fn locate(binary: &str) -> Option<PathBuf> {
-    let found = capa_data::find_program(std::path::Path::new(binary));
+    let found = capa_uci::find_program(std::path::Path::new(binary));
     if found.is_none() {
         assert_eq!(
             std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(),

@@ -8,11 +8,11 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use crate::{is_legal_after, locate, network, script};
-use capa_data::{Go, UciEngine, UciError, UciScore};
 use capa_net::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList};
+use capa_uci::{Go, UciEngine, UciError, UciScore};
 
 fn engine_command(net: &Path) -> String {
     format!("{} uci --net {}", env!("CARGO_BIN_EXE_capa"), net.display())
@@ -220,7 +220,7 @@ fn client_drives_fairy_stockfish() {
     let Some(path) = locate("fairy-stockfish") else { return };
     let mut engine = UciEngine::start(&path.display().to_string()).unwrap();
     let elo = engine.option("UCI_Elo").expect("Fairy-Stockfish has UCI_Elo");
-    assert!(matches!(elo.kind, capa_data::OptionKind::Spin { min, max } if min < max));
+    assert!(matches!(elo.kind, capa_uci::OptionKind::Spin { min, max } if min < max));
     engine.set_option("UCI_Variant", "capablanca").unwrap();
     engine.set_option("MultiPV", "3").unwrap();
     assert!(engine.set_option("MultiPV", "100000").is_err(), "out of range");

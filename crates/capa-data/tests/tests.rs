@@ -1,20 +1,17 @@
 //! Game records against real games: round trips, damaged files, and random
 //! bytes, which must give an error and never a panic.
 
-mod lc0;
-mod lc0_engines;
-mod lc0_rescore;
-
 use std::io::{Read, Write};
 
 use capa_data::{
-    Candidate, Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, TeacherGame, UciScore,
+    Candidate, Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, TeacherGame,
     remove_stale_temporaries,
 };
 use capa_mcts::Rng;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, History, MoveList, Termination};
+use capa_uci::UciScore;
 use proptest::prelude::*;
 
 /// A random game of `G` from its start, with made-up search data on every ply.

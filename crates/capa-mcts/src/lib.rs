@@ -32,7 +32,7 @@ pub use evaluator::{
 };
 pub use params::{DirichletNoise, KldStop, MAX_PER_ROUND, MovesLeftUtility, SearchParams};
 pub use result::{MoveInfo, Proof, SearchResult, StopReason};
-pub use rng::Rng;
+pub use rng::{Rng, mix};
 pub use selfplay::{PlayoutCap, Temperature, random_opening};
 pub use tree::{Limits, Tree};
 

@@ -1,6 +1,23 @@
 //! A small seeded generator for noise and move sampling: reproducible from
 //! a seed, with no dependency for three distributions.
 
+/// SplitMix64's increment, the golden ratio in 64 bits.
+const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// SplitMix64's finaliser: every bit of `z` reaches every bit of the result.
+fn splitmix_finalise(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A seed for item `index` of a stream seeded with `seed`: games, probes
+/// and iterations each get their own generator, and a resumed run draws
+/// the same ones again.
+pub fn mix(seed: u64, index: u64) -> u64 {
+    splitmix_finalise(seed ^ index.wrapping_mul(GOLDEN_GAMMA))
+}
+
 /// xoshiro256++ seeded through SplitMix64.
 #[derive(Clone, Debug)]
 pub struct Rng {
@@ -12,11 +29,8 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         let mut sm = seed;
         let mut next = || {
-            sm = sm.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = sm;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
+            sm = sm.wrapping_add(GOLDEN_GAMMA);
+            splitmix_finalise(sm)
         };
         Rng { state: [next(), next(), next(), next()] }
     }

@@ -132,3 +132,13 @@ pub enum MoveError {
         fen: String,
     },
 }
+
+/// A move of a list that could not be played ([`crate::History::play_uci_moves`]).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("move {number} of the list: {source}")]
+pub struct MoveListError {
+    /// The move's place in the list, from 1.
+    pub number: usize,
+    /// Why it could not be played.
+    pub source: MoveError,
+}

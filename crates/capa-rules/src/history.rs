@@ -1,6 +1,6 @@
 //! A game in progress: its positions, for repetition, the ply cap and the network's history planes.
 
-use crate::{Game, Outcome, Termination};
+use crate::{Game, MoveListError, Outcome, Termination};
 
 /// The positions of one game from its start, with the moves between them.
 ///
@@ -50,6 +50,19 @@ impl<G: Game> History<G> {
     /// The moves played, oldest first.
     pub fn moves(&self) -> &[G::Move] {
         &self.moves
+    }
+
+    /// Plays moves in UCI notation one after the other, each checked for
+    /// legality; on an error the moves before the bad one stay played.
+    ///
+    /// # Errors
+    /// The first move that is malformed or illegal, with its place in the list.
+    pub fn play_uci_moves<'a>(&mut self, moves: impl IntoIterator<Item = &'a str>) -> Result<(), MoveListError> {
+        for (i, text) in moves.into_iter().enumerate() {
+            let m = self.current().parse_uci(text).map_err(|source| MoveListError { number: i + 1, source })?;
+            self.play(m);
+        }
+        Ok(())
     }
 
     /// Plays a legal move of the current position.

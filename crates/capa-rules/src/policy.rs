@@ -185,7 +185,7 @@ mod tests {
     /// FNV-1a over the entries written as UCI and joined by `\n`.
     fn fingerprint(map: &PolicyMap) -> u64 {
         let text: Vec<String> = (0..map.len()).map(|i| map.uci(i).unwrap()).collect();
-        text.join("\n").bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+        crate::fnv1a(text.join("\n").as_bytes())
     }
 
     #[test]

@@ -13,8 +13,17 @@ use capa_mcts::{HISTORY_LEN, Rng};
 use capa_net::NetGame;
 use capa_rules::{Color, History, MoveList};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
-use crate::config::Sampling;
+/// How training positions are drawn from the buffer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sampling {
+    /// Every position equally likely (Lc0's way).
+    Uniform,
+    /// Won, drawn and lost positions (for the side to move) equally likely.
+    ValueBalanced,
+}
 
 /// One game in the buffer.
 struct Stored<G: NetGame> {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, TrainConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::buffer::ValueTarget;
+use crate::buffer::{Sampling, ValueTarget};
 
 /// A whole run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -229,16 +229,6 @@ impl Default for SelfPlaySection {
             prove_mate_in_one: true,
         }
     }
-}
-
-/// How training positions are drawn from the buffer.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Sampling {
-    /// Every position equally likely (Lc0's way).
-    Uniform,
-    /// Won, drawn and lost positions (for the side to move) equally likely.
-    ValueBalanced,
 }
 
 /// `[buffer]`.

@@ -8,12 +8,12 @@
 //! from the search driver's thread, one position at a time.
 
 use anyhow::Result;
-use capa_data::{MatchScore, PlyRecord, SearchValues};
+use capa_data::{PlyRecord, SearchValues};
+use capa_play::{EnginePlayer, MatchScore};
 use capa_rules::{Color, Game, GameResult, History};
 use serde::Serialize;
 
 use crate::config::CurriculumSection;
-use crate::engine::EnginePlayer;
 
 /// The engine, its current strength, and this iteration's results.
 pub struct Curriculum {

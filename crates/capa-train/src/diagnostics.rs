@@ -18,8 +18,9 @@ use capa_rules::chess::Chess;
 
 use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;
-use crate::run::{list_games, mean_losses, newest_games, window_games};
+use crate::games::{list_games, newest_games, window_games};
 use crate::rundir::{Entry, RunDir};
+use crate::steps::mean_losses;
 
 /// The replay window of a run, summarised.
 #[derive(Clone, Debug, Default, PartialEq)]

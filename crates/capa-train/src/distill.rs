@@ -16,16 +16,18 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use capa_data::{PolicyTarget, TEACHER_EXTENSION, TeacherGame};
-use capa_net::{CapaAutodiffBackend, CapaBackend, Net, NetGame};
+use capa_net::{CapaAutodiffBackend, NetGame};
 use serde::Serialize;
 
-use crate::buffer::{ReplayBuffer, ValueTarget};
-use crate::config::{RunConfig, Sampling};
-use crate::evaluate::{Evaluation, evaluate};
-use crate::run::{
-    Finish, METRICS, MeanLosses, TrainReport, commit, mean_losses, progress, publish_net, start_trainer, train,
-};
+use crate::Finish;
+use crate::buffer::{ReplayBuffer, Sampling, ValueTarget};
+use crate::commit::{commit, publish_net, start_trainer};
+use crate::config::RunConfig;
+use crate::evaluate::{Evaluation, evaluate_if_due};
+use crate::metrics::METRICS;
+use crate::progress::progress;
 use crate::rundir::RunDir;
+use crate::steps::{MeanLosses, TrainReport, mean_losses, train};
 
 /// The teacher's games, split.
 pub(crate) struct TeacherData<G: NetGame> {
@@ -38,7 +40,7 @@ pub(crate) struct TeacherData<G: NetGame> {
 /// Whether the game in file `name` is held out: a hash of the name below
 /// `share`, so the split never changes for a file.
 fn held_out(name: &str, share: f32) -> bool {
-    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let hash = capa_rules::fnv1a(name.as_bytes());
     (hash % 1_000_000) as f64 / 1e6 < f64::from(share)
 }
 
@@ -81,32 +83,6 @@ pub(crate) fn load<G: NetGame>(
     Ok(data)
 }
 
-/// The network on the held-out positions.
-#[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct HeldOut {
-    /// Positions measured.
-    pub positions: usize,
-    /// Share of them where the network's most likely legal move is one the
-    /// target ranks first.
-    pub top1_agreement: f64,
-    /// Policy cross-entropy against the target.
-    pub policy: f64,
-    /// WDL cross-entropy against the target.
-    pub wdl: f64,
-}
-
-/// Measures `net` on every position of `buffer`.
-pub(crate) fn measure<B: CapaBackend, G: NetGame>(
-    net: &Net<B>,
-    buffer: &ReplayBuffer<G>,
-    weights: &capa_net::LossWeights,
-    device: &B::Device,
-) -> HeldOut {
-    let positions = buffer.positions();
-    let MeanLosses { policy, wdl, top1_agreement, .. } = mean_losses(net, buffer, 0..positions, weights, device);
-    HeldOut { positions, top1_agreement, policy, wdl }
-}
-
 /// One line of metrics.jsonl in a distillation run.
 #[derive(Clone, Debug, Serialize)]
 struct EpochMetrics {
@@ -114,7 +90,7 @@ struct EpochMetrics {
     network: String,
     train_positions: usize,
     train: TrainReport,
-    held_out: HeldOut,
+    held_out: MeanLosses,
     #[serde(skip_serializing_if = "Option::is_none")]
     eval: Option<Evaluation>,
     seconds_train: f64,
@@ -135,7 +111,7 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         config.distill.holdout,
         config.train.value_target(),
     )?;
-    eprintln!(
+    tracing::info!(
         "teacher data in {}: {} positions of {} games to train on, {} positions of {} games held out",
         config.distill.data.display(),
         data.train.positions(),
@@ -155,9 +131,10 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         let seconds_train = started.elapsed().as_secs_f64();
         let measured = Instant::now();
         let bar = progress(1, &format!("epoch {iteration} held-out"));
-        let held_out = measure::<B::InnerBackend, G>(
+        let held_out = mean_losses::<B::InnerBackend, G>(
             &trainer.inference_net(),
             &data.held_out,
+            0..data.held_out.positions(),
             &config.optimizer.loss_weights,
             device,
         );
@@ -168,11 +145,7 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         let seconds_checkpoint = saved.elapsed().as_secs_f64();
         // Before the commit, as in the self-play loop: a run killed during
         // the evaluation redoes the epoch, and its metrics line is whole.
-        let eval = if config.eval.every > 0 && iteration.is_multiple_of(config.eval.every) {
-            Some(evaluate::<B, G>(config, dir, &trainer, device, &previous, iteration)?)
-        } else {
-            None
-        };
+        let eval = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
         let saved = Instant::now();
         commit(config, dir, &trainer, iteration, &network, None)?;
         let metrics = EpochMetrics {

@@ -8,18 +8,15 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use capa_data::{Bisection, EloEstimate, EstimateKind, MatchScore};
-use capa_mcts::SearchParams;
+use capa_mcts::{SearchParams, mix};
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer, load_net};
+use capa_play::{ArenaSettings, Bisection, EloEstimate, EnginePlayer, EstimateKind, MatchScore, NetworkPlayer, arena};
 use capa_rules::Game;
 use serde::Serialize;
 
-use crate::arena::{ArenaSettings, NetworkPlayer, arena};
 use crate::config::{EvalMethod, EvalSection, RunConfig};
-use crate::engine::EnginePlayer;
-use crate::run::progress;
+use crate::progress::progress;
 use crate::rundir::RunDir;
-use crate::selfplay::mix;
 
 /// One iteration's evaluation, from the new network's side.
 #[derive(Clone, Debug, Serialize)]
@@ -128,12 +125,28 @@ pub(crate) fn check_engine<G: Game>(section: &EvalSection) -> Result<()> {
     engine_levels(section, engine.range()).map(drop)
 }
 
+/// [`evaluate`] when `iteration` is one of every `eval.every`; `None` otherwise.
+///
+/// # Errors
+/// As [`evaluate`].
+pub(crate) fn evaluate_if_due<B: CapaAutodiffBackend, G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    trainer: &Trainer<B>,
+    device: &B::Device,
+    previous: &str,
+    iteration: u64,
+) -> Result<Option<Evaluation>> {
+    let due = config.eval.every > 0 && iteration.is_multiple_of(config.eval.every);
+    due.then(|| evaluate::<B, G>(config, dir, trainer, device, previous, iteration)).transpose()
+}
+
 /// Evaluates the trainer's network for `iteration`: against the engine
 /// when `[eval]` names one, otherwise against the network `previous`.
 ///
 /// # Errors
 /// A missing previous network, an engine or search failure.
-pub(crate) fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
+fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
     trainer: &Trainer<B>,
@@ -179,23 +192,14 @@ pub(crate) fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
     let (low, high) = engine_levels(section, engine.range())?;
     // The anchor's one probe is recorded in a bisection too, for its estimate.
     let mut bisection = Bisection::new(low as f64, high as f64, section.tolerance as f64);
-    loop {
-        let played = bisection.probes().len() as u32;
-        let level = match section.method {
-            _ if played == section.max_probes => break,
-            EvalMethod::Anchor if played == 0 => low,
-            EvalMethod::Anchor => break,
-            EvalMethod::Bisection => match bisection.next_probe() {
-                Some(level) => level as i64,
-                None => break,
-            },
-        };
-        let level = engine.set_elo(level)?;
+    let anchor = (section.method == EvalMethod::Anchor).then_some(low as f64);
+    bisection.drive(section.max_probes, anchor, |level, probe| {
+        let level = engine.set_elo(level as i64)?;
         let bar = progress(pairs, &format!("iteration {iteration} eval at UCI_Elo {level}"));
-        let score = arena::<G>(&mut network, &mut engine, &settings(u64::from(played)), |_| bar.inc(1))?;
+        let score = arena::<G>(&mut network, &mut engine, &settings(u64::from(probe)), |_| bar.inc(1))?;
         bar.finish_and_clear();
-        bisection.record(level as f64, score);
-    }
+        Ok::<_, anyhow::Error>((level as f64, score))
+    })?;
     let estimate = bisection.estimate().context("[eval] played no probe")?;
     Ok(Evaluation {
         opponent: section.engine.trim().to_string(),

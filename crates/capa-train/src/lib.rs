@@ -1,34 +1,55 @@
 //! capa's training loop, as a library for the `capa-train` binary and the
-//! tests: the run configuration, self-play, the replay buffer, the loop
-//! with its checkpoints and resume, self-play workers, and the arena that
-//! `[eval]` plays the new network in, against the previous one or a UCI
-//! engine (Elo by bisection over its `UCI_Elo`);
-//! distillation from a teacher's games (`run.mode = "distill"`); and the
-//! diagnostics of a run's replay window (`buffer_stats`, `overfit_check`).
+//! tests. Read it top-down from [`run`]:
+//!
+//! - `run.rs`: checks, the run directory and its lock, the mode's loop;
+//! - `selfplay_loop.rs` (self-play) and `distill.rs` (a teacher's games):
+//!   the loops, iteration by iteration;
+//! - `selfplay.rs` and `curriculum.rs`: games played by the network;
+//!   `buffer.rs`: the replay buffer; `steps.rs`: training steps and mean
+//!   losses; `evaluate.rs`: `[eval]` in capa-play's arena;
+//! - `commit.rs`: networks, checkpoints, the commit point and resume;
+//!   `games.rs`: the run's game files; `metrics.rs`: `metrics.jsonl`;
+//!   `rundir.rs`: a local folder or an object store;
+//! - `worker.rs`: self-play workers; `diagnostics.rs`: `buffer_stats` and
+//!   `overfit_check` over a run's replay window.
 
 #![deny(missing_docs)]
 
-mod arena;
 mod buffer;
+pub mod cli;
+mod commit;
 mod config;
 mod curriculum;
 mod diagnostics;
 mod distill;
-mod engine;
 mod evaluate;
+mod games;
+mod metrics;
+mod progress;
 mod run;
 mod rundir;
 mod selfplay;
+mod selfplay_loop;
+mod steps;
 mod worker;
 
-pub use buffer::{HostBatch, ReplayBuffer};
+pub use buffer::{HostBatch, ReplayBuffer, Sampling};
 pub use config::{
     BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalMethod, EvalSection, GameSection,
-    NetSection, RunConfig, RunMode, RunSection, Sampling, SelfPlaySection, TargetKind, TrainSection,
+    NetSection, RunConfig, RunMode, RunSection, SelfPlaySection, TargetKind, TrainSection,
 };
 pub use curriculum::{Curriculum, CurriculumReport};
 pub use diagnostics::{BufferStats, HeldOutReport, OverfitReport, buffer_stats, overfit_check};
-pub use run::{Finish, run};
+pub use run::run;
 pub use rundir::{Entry, RunDir};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};
 pub use worker::work;
+
+/// How a run ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// All configured iterations are done.
+    Completed,
+    /// Ctrl-C or SIGTERM: the iteration in flight was dropped.
+    Interrupted,
+}

@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow, bail};
 use capa_data::{Ending, GameRecord, PlyRecord, Resignation, SearchValues};
 use capa_mcts::{
     DirichletNoise, EvalError, Evaluations, Evaluator, LeafRequest, Limits, PlayoutCap, Rng, SearchParams,
-    SearchResult, Temperature, Tree, search_many,
+    SearchResult, Temperature, Tree, mix, search_many,
 };
 use capa_rules::{Color, Game, GameResult, History, Termination};
 
@@ -351,14 +351,6 @@ impl SelfPlayStats {
             }
         }
     }
-}
-
-/// A seed for item `index` of a stream seeded with `seed` (SplitMix64's finaliser).
-pub fn mix(seed: u64, index: u64) -> u64 {
-    let mut z = seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// An evaluator that counts the time spent in it.

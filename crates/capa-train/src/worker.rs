@@ -10,14 +10,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 use capa_data::to_pgn;
+use capa_mcts::mix;
 use capa_net::{GameKind, NetEvaluator, NetGame};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 
+use crate::Finish;
 use crate::config::RunConfig;
-use crate::run::{Finish, file_name, list_games};
+use crate::games::{file_name, list_games};
 use crate::rundir::RunDir;
-use crate::selfplay::{SelfPlaySettings, mix, play};
+use crate::selfplay::{SelfPlaySettings, play};
 
 /// Plays until `stop` is raised (or `max_games` games are written).
 ///
@@ -56,7 +58,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
         }
         let Some(latest) = dir.read("LATEST")? else {
             if !waiting {
-                eprintln!("waiting for a network in {} (start the trainer)", dir.location());
+                tracing::info!("waiting for a network in {} (start the trainer)", dir.location());
                 waiting = true;
             }
             std::thread::sleep(std::time::Duration::from_millis(500));
@@ -68,7 +70,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
             let evaluator = NetEvaluator::<G>::from_file(&path, config.device())
                 .with_context(|| format!("cannot load {key} in {}", dir.location()))?;
-            eprintln!("{worker}: playing with network {latest}");
+            tracing::info!("{worker}: playing with network {latest}");
             loaded = Some((latest, evaluator));
         }
         let (network, evaluator) = loaded.as_ref().expect("just loaded");

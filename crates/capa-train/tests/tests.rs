@@ -473,7 +473,7 @@ fn a_trainer_and_a_worker_share_an_s3_bucket() {
 
 #[test]
 fn a_curriculum_plays_fairy_stockfish_and_moves_its_level() {
-    let Some(engine) = capa_data::find_program(Path::new("fairy-stockfish")) else {
+    let Some(engine) = capa_uci::find_program(Path::new("fairy-stockfish")) else {
         assert_eq!(std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(), Ok("1"), "fairy-stockfish is missing");
         return;
     };
@@ -518,8 +518,9 @@ fn train_expecting_failure(config: &Path, run_dir: &Path, sets: &[&str]) -> Stri
 /// Teacher games as `capa distill gen` writes them, with made-up scores:
 /// the first three legal moves, the first played, to a ply cap of 30.
 fn teacher_games(dir: &Path, games: usize) {
-    use capa_data::{Candidate, Ending, TeacherGame, UciScore};
+    use capa_data::{Candidate, Ending, TeacherGame};
     use capa_rules::{Game, History, MoveList};
+    use capa_uci::UciScore;
     std::fs::create_dir_all(dir).unwrap();
     let mut legal = MoveList::new();
     for index in 0..games {
@@ -588,7 +589,7 @@ fn distillation_trains_on_teacher_games_and_resumes() {
 
 #[test]
 fn a_distillation_run_measures_its_elo_against_fairy_stockfish() {
-    let Some(engine) = capa_data::find_program(Path::new("fairy-stockfish")) else {
+    let Some(engine) = capa_uci::find_program(Path::new("fairy-stockfish")) else {
         assert_eq!(std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(), Ok("1"), "fairy-stockfish is missing");
         return;
     };

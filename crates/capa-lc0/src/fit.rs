@@ -170,7 +170,7 @@ pub fn implied_spread(rate: f32) -> f32 {
 /// Q as Lc0's centipawn display formula reads an eval backwards:
 /// cp = 90 tan(1.5637541897 Q), the form the seed document measures
 /// against outcomes (capa's own displays use Lc0's newer constants,
-/// [`crate::centipawns`]).
+/// [`capa_data::centipawns`]).
 pub fn lc0_display_q(eval_pawns: f32) -> f32 {
     (eval_pawns * 100.0 / 90.0).atan() / 1.563_754_2
 }

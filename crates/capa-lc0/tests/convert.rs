@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use capa_data::lc0::{
+use capa_lc0::{
     self, ADJUDICATED, CommentEval, ConvertError, ConvertEvent, ConvertJob, ConvertSettings, EvalSource, PgnReader,
     SkipReason, SourceGame, V6_SIZE, V6Record, WdlModel, comment_eval, convert_game, r50_damp, wdl_rescale,
 };
@@ -21,7 +21,7 @@ fn games(text: &str) -> Vec<SourceGame> {
     std::iter::from_fn(|| reader.next_game().unwrap()).collect()
 }
 
-fn one(text: &str, settings: &ConvertSettings) -> Result<lc0::ConvertedGame, SkipReason> {
+fn one(text: &str, settings: &ConvertSettings) -> Result<capa_lc0::ConvertedGame, SkipReason> {
     convert_game(&games(text)[0], settings, None)
 }
 
@@ -57,7 +57,7 @@ fn the_wdl_model_reproduces_the_seed_tables() {
     }
     // Symmetric, and a mate is certain.
     assert!(close(model.q_d(-0.78).0, -0.362, 5e-4));
-    assert_eq!(model.q_d(lc0::MATE_PAWNS), (1.0, 0.0));
+    assert_eq!(model.q_d(capa_lc0::MATE_PAWNS), (1.0, 0.0));
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn static_mode_damps_a_won_ending_by_the_clock() {
     let game = one(pgn, &ConvertSettings::default()).unwrap();
     let first = &game.records[0];
     let (undamped_q, _) =
-        WdlModel::default().q_d(lc0::static_eval(&Chess::from_fen("6k1/8/8/8/8/8/6K1/R7 w - - 60 80").unwrap()));
+        WdlModel::default().q_d(capa_lc0::static_eval(&Chess::from_fen("6k1/8/8/8/8/8/6K1/R7 w - - 60 80").unwrap()));
     assert!(undamped_q > 0.99, "a rook up is won before damping: {undamped_q}");
     assert!(close(first.best_q, 0.65, 0.01) && close(first.best_d, 0.35, 0.01), "{} {}", first.best_q, first.best_d);
     // The same game converted with damping from 100 on is not damped.
@@ -107,11 +107,11 @@ fn comments_give_evals_in_both_forms() {
     assert_eq!(comment_eval("+0.76/18 1.813s"), Some(CommentEval::Mover(0.76)));
     assert_eq!(comment_eval(" -0.76/18 1.813s "), Some(CommentEval::Mover(-0.76)));
     assert_eq!(comment_eval("0.00/10 0.25s"), Some(CommentEval::Mover(0.0)));
-    assert_eq!(comment_eval("-M5/12 0.1s"), Some(CommentEval::Mover(-lc0::MATE_PAWNS)));
+    assert_eq!(comment_eval("-M5/12 0.1s"), Some(CommentEval::Mover(-capa_lc0::MATE_PAWNS)));
     assert_eq!(comment_eval("+1.20/20 0.5s, White wins by adjudication"), Some(CommentEval::Mover(1.2)));
     assert_eq!(comment_eval("[%eval 0.17] [%clk 0:03:00]"), Some(CommentEval::WhiteAfter(0.17)));
-    assert_eq!(comment_eval("[%eval #-3]"), Some(CommentEval::WhiteAfter(-lc0::MATE_PAWNS)));
-    assert_eq!(comment_eval("[%eval #2]"), Some(CommentEval::WhiteAfter(lc0::MATE_PAWNS)));
+    assert_eq!(comment_eval("[%eval #-3]"), Some(CommentEval::WhiteAfter(-capa_lc0::MATE_PAWNS)));
+    assert_eq!(comment_eval("[%eval #2]"), Some(CommentEval::WhiteAfter(capa_lc0::MATE_PAWNS)));
     for none in ["book", "", "a/b", "+x/3", "[%clk 0:01:00]", "[%eval abc]"] {
         assert_eq!(comment_eval(none), None, "{none:?}");
     }
@@ -142,7 +142,7 @@ fn the_record_has_lc0s_offsets_and_reads_back() {
     assert!(f32_at(8328).is_nan(), "orig_q unknown");
     assert_eq!(u32::from_le_bytes(bytes[8340..8344].try_into().unwrap()), 850);
     let played = u16::from_le_bytes(bytes[8344..8346].try_into().unwrap());
-    assert_eq!(lc0::policy_move(played, true), "e7e5");
+    assert_eq!(capa_lc0::policy_move(played, true), "e7e5");
     let back = V6Record::read(bytes.as_slice().try_into().unwrap()).unwrap();
     assert_eq!(format!("{back:?}"), format!("{record:?}"), "NaN-aware equality");
     // A wrong version and a partial record are errors, not garbage.
@@ -205,13 +205,13 @@ fn repetitions_set_the_repetition_plane() {
 fn castling_is_king_takes_rook_and_promotions_use_lc0s_entries() {
     let pgn = "1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. O-O Nf6 1-0\n";
     let game = one(pgn, &ConvertSettings::default()).unwrap();
-    assert_eq!(lc0::policy_move(game.records[6].played_idx, false), "e1h1");
+    assert_eq!(capa_lc0::policy_move(game.records[6].played_idx, false), "e1h1");
     let promotion = "[FEN \"8/P6k/8/8/8/8/8/K7 w - - 0 1\"]\n[Result \"1-0\"]\n\n1. a8=N Kg6 2. Kb2 1-0\n";
     let game = one(promotion, &ConvertSettings::default()).unwrap();
-    assert_eq!(lc0::policy_move(game.records[0].played_idx, false), "a7a8", "knight promotions have no suffix");
+    assert_eq!(capa_lc0::policy_move(game.records[0].played_idx, false), "a7a8", "knight promotions have no suffix");
     let queen = "[FEN \"8/P6k/8/8/8/8/8/K7 w - - 0 1\"]\n[Result \"1-0\"]\n\n1. a8=Q Kg6 1-0\n";
     let game = one(queen, &ConvertSettings::default()).unwrap();
-    assert_eq!(lc0::policy_move(game.records[0].played_idx, false), "a7a8q");
+    assert_eq!(capa_lc0::policy_move(game.records[0].played_idx, false), "a7a8q");
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn results_plies_left_and_adjudication() {
     assert!(game.records.iter().all(|r| r.invariance_info == ADJUDICATED));
     assert_eq!(game.records[3].played_q, -1.0, "the last move's value is the result");
     assert_eq!(game.records[0].played_q, -game.records[1].best_q);
-    assert!(lc0::game_problems(&game.records).is_empty(), "{:?}", lc0::game_problems(&game.records));
+    assert!(capa_lc0::game_problems(&game.records).is_empty(), "{:?}", capa_lc0::game_problems(&game.records));
     let normal = one("[Termination \"normal\"]\n\n1. e4 e5 1-0\n", &ConvertSettings::default()).unwrap();
     assert_eq!(normal.records[0].invariance_info, 0);
 }
@@ -312,7 +312,7 @@ fn convert(
     out: &Path,
     threads: usize,
     settings: ConvertSettings,
-) -> (lc0::ConvertSummary, Vec<String>) {
+) -> (capa_lc0::ConvertSummary, Vec<String>) {
     let job = ConvertJob {
         output_dir: out.to_path_buf(),
         name: "supervised".into(),
@@ -322,7 +322,7 @@ fn convert(
         engine: None,
     };
     let mut skips = Vec::new();
-    let summary = lc0::convert_files(inputs, &job, &pool(threads), |event| {
+    let summary = capa_lc0::convert_files(inputs, &job, &pool(threads), |event| {
         if let ConvertEvent::Skipped(path, game, reason) = event {
             skips.push(format!("{}: game {} (line {}): {reason}", path.display(), game.number, game.line));
         }
@@ -345,14 +345,19 @@ fn the_sample_pgns_convert_with_no_error_and_read_back_move_for_move() {
     let mut files = 0;
     for number in 0..summary.games_written {
         let path = out.join(format!("supervised-{}", number / 40)).join(format!("game_{number:06}.gz"));
-        let records = lc0::read_game_file(&path).unwrap();
-        assert!(lc0::game_problems(&records).is_empty(), "{}: {:?}", path.display(), lc0::game_problems(&records));
+        let records = capa_lc0::read_game_file(&path).unwrap();
+        assert!(
+            capa_lc0::game_problems(&records).is_empty(),
+            "{}: {:?}",
+            path.display(),
+            capa_lc0::game_problems(&records)
+        );
         files += 1;
     }
     assert_eq!(files, 350);
     let text = std::fs::read_to_string(data("sf_selfplay_a.pgn")).unwrap();
     let first = &games(&text)[0];
-    let records = lc0::read_game_file(&out.join("supervised-0/game_000000.gz")).unwrap();
+    let records = capa_lc0::read_game_file(&out.join("supervised-0/game_000000.gz")).unwrap();
     assert_eq!(records.len(), first.moves.len());
     let mut history = History::new(Chess::startpos());
     for (record, source) in records.iter().zip(&first.moves) {
@@ -383,9 +388,9 @@ fn the_output_is_the_same_whatever_the_thread_count_and_never_mixed_with_an_old_
         settings: ConvertSettings::default(),
         engine: None,
     };
-    assert!(matches!(lc0::convert_files(&inputs, &job, &pool(1), |_| {}), Err(ConvertError::OutputExists { .. })));
+    assert!(matches!(capa_lc0::convert_files(&inputs, &job, &pool(1), |_| {}), Err(ConvertError::OutputExists { .. })));
     let limited = ConvertJob { name: "limited".into(), ..job };
-    assert_eq!(lc0::convert_files(&inputs, &limited, &pool(1), |_| {}).unwrap().games_written, 3);
+    assert_eq!(capa_lc0::convert_files(&inputs, &limited, &pool(1), |_| {}).unwrap().games_written, 3);
     for dir in [one_thread, two_threads] {
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -415,7 +420,7 @@ fn compressed_inputs_read_and_a_truncated_one_is_an_error_naming_it() {
         settings: ConvertSettings::default(),
         engine: None,
     };
-    match lc0::convert_files(&[dir.join("cut.pgn.zst")], &job, &pool(1), |_| {}) {
+    match capa_lc0::convert_files(&[dir.join("cut.pgn.zst")], &job, &pool(1), |_| {}) {
         Err(e @ ConvertError::Read { .. }) => assert!(e.to_string().contains("cut.pgn.zst"), "{e}"),
         other => panic!("{other:?}"),
     }
@@ -428,7 +433,7 @@ fn compressed_inputs_read_and_a_truncated_one_is_an_error_naming_it() {
         settings: ConvertSettings::default(),
         engine: None,
     };
-    match lc0::convert_files(&[dir.join("cut.pgn.gz")], &job, &pool(1), |_| {}) {
+    match capa_lc0::convert_files(&[dir.join("cut.pgn.gz")], &job, &pool(1), |_| {}) {
         Err(e @ ConvertError::Read { .. }) => assert!(e.to_string().contains("cut.pgn.gz"), "{e}"),
         other => panic!("{other:?}"),
     }
@@ -452,7 +457,7 @@ proptest! {
         while let Ok(Some(game)) = reader.next_game() {
             for eval in [EvalSource::Static { r50_damp_start: 40 }, EvalSource::PgnComments] {
                 if let Ok(converted) = convert_game(&game, &ConvertSettings { eval, ..ConvertSettings::default() }, None) {
-                    prop_assert!(lc0::game_problems(&converted.records).is_empty());
+                    prop_assert!(capa_lc0::game_problems(&converted.records).is_empty());
                 }
             }
         }
@@ -477,23 +482,23 @@ proptest! {
 #[test]
 fn evals_are_labelled_for_the_side_to_move_and_the_fit_recovers_a_known_model() {
     let pgn = "[FEN \"4k3/8/8/8/8/8/8/4K2R b K - 0 1\"]\n[Result \"1-0\"]\n\n1... Kd7 {-3.10/12 0.1s} 2. Rh7+ {+3.50/12} Kd6 { [%eval 4.0] } 1-0\n";
-    let labelled = lc0::labelled_evals(&games(pgn)[0]);
+    let labelled = capa_lc0::labelled_evals(&games(pgn)[0]);
     let expected = [(-3.1, -1), (3.5, 1), (4.0, 1)];
     assert_eq!(labelled.len(), 3);
     for (got, (eval, result)) in labelled.iter().zip(expected) {
         assert!(close(got.eval, eval, 1e-6) && got.result == result, "{got:?}");
     }
-    assert!(lc0::labelled_evals(&games("1. e4 {+0.3/1} *\n")[0]).is_empty(), "no result, no labels");
+    assert!(capa_lc0::labelled_evals(&games("1. e4 {+0.3/1} *\n")[0]).is_empty(), "no result, no labels");
     // Outcomes drawn exactly from a model are fitted back to it.
     let truth = WdlModel { scale: 1.4, spread: 0.3 };
-    let mut bands = lc0::EvalBands::default();
+    let mut bands = capa_lc0::EvalBands::default();
     for step in -120..=120 {
         let eval = step as f32 / 40.0 + 0.003;
         let (q, d) = truth.q_d(eval);
         let (w, l) = ((1.0 + q - d) / 2.0, (1.0 - q - d) / 2.0);
         for (share, result) in [(w, 1), (d, 0), (l, -1)] {
             for _ in 0..(share * 1000.0).round() as usize {
-                bands.add(lc0::LabelledEval { eval, result });
+                bands.add(capa_lc0::LabelledEval { eval, result });
             }
         }
     }
@@ -501,18 +506,24 @@ fn evals_are_labelled_for_the_side_to_move_and_the_fit_recovers_a_known_model() 
     assert!(rmse < 0.02, "{rmse}");
     assert!(close(fitted.scale, 1.4, 0.1) && close(fitted.spread, 0.3, 0.03), "{fitted:?}");
     let (rate, spread, _) = bands.equal_draw_rate().unwrap();
-    assert!(close(spread, lc0::implied_spread(rate), 1e-6));
+    assert!(close(spread, capa_lc0::implied_spread(rate), 1e-6));
     // The seed's inversion: spread 0.21 draws 98.3% at equality.
-    assert!(close(lc0::implied_spread(0.983), 0.21, 0.005), "{}", lc0::implied_spread(0.983));
+    assert!(close(capa_lc0::implied_spread(0.983), 0.21, 0.005), "{}", capa_lc0::implied_spread(0.983));
     // The seed: "at +0.37 it claims Q=+0.25".
-    assert!(close(lc0::lc0_display_q(0.37), 0.25, 2e-3), "{}", lc0::lc0_display_q(0.37));
+    assert!(close(capa_lc0::lc0_display_q(0.37), 0.25, 2e-3), "{}", capa_lc0::lc0_display_q(0.37));
 }
 
 // Packing converted trees into archives, and deduplication.
 
 /// Converts the first `games` games of the sample `pgn` into
 /// `<out>/supervised-N/` folders of `per_dir` game files.
-fn convert_some(pgn: &str, out: &Path, games: u64, per_dir: u64, settings: ConvertSettings) -> lc0::ConvertSummary {
+fn convert_some(
+    pgn: &str,
+    out: &Path,
+    games: u64,
+    per_dir: u64,
+    settings: ConvertSettings,
+) -> capa_lc0::ConvertSummary {
     let job = ConvertJob {
         output_dir: out.to_path_buf(),
         name: "supervised".into(),
@@ -521,7 +532,7 @@ fn convert_some(pgn: &str, out: &Path, games: u64, per_dir: u64, settings: Conve
         settings,
         engine: None,
     };
-    lc0::convert_files(&[data(pgn)], &job, &pool(2), |_| {}).unwrap()
+    capa_lc0::convert_files(&[data(pgn)], &job, &pool(2), |_| {}).unwrap()
 }
 
 /// Runs the system `tar` (the oracle) in `dir`; its stdout lines.
@@ -532,10 +543,10 @@ fn system_tar(dir: &Path, args: &[&str]) -> Vec<String> {
 }
 
 /// Packs; the summary and the names of the archives written, in order.
-fn pack(job: &lc0::PackJob) -> (lc0::PackSummary, Vec<String>) {
+fn pack(job: &capa_lc0::PackJob) -> (capa_lc0::PackSummary, Vec<String>) {
     let mut written = Vec::new();
-    let summary = lc0::pack_chunks(job, |event| {
-        if let lc0::PackEvent::Written { archive, .. } = event {
+    let summary = capa_lc0::pack_chunks(job, |event| {
+        if let capa_lc0::PackEvent::Written { archive, .. } = event {
             written.push(archive.file_name().unwrap().to_string_lossy().into_owned());
         }
     })
@@ -558,19 +569,19 @@ fn packed_archives_list_and_extract_with_tar_as_the_source_tree() {
     assert_eq!(convert_some("sf_selfplay_played_out.pgn", &src, 24, 2, ConvertSettings::default()).games_written, 24);
     // Natural order: supervised-10 and -11 come last.
     let members: Vec<String> = (0..24).map(|n| format!("supervised-{}/game_{n:06}.gz", n / 2)).collect();
-    let gz = lc0::ArchiveCompression::Gz;
+    let gz = capa_lc0::ArchiveCompression::Gz;
     let cases = [
-        (1, lc0::ArchiveCompression::None, (0..12).map(|k| format!("supervised-{k}.tar")).collect::<Vec<_>>()),
+        (1, capa_lc0::ArchiveCompression::None, (0..12).map(|k| format!("supervised-{k}.tar")).collect::<Vec<_>>()),
         (2, gz, (0..6).map(|k| format!("supervised-{}--supervised-{}.tar.gz", 2 * k, 2 * k + 1)).collect()),
         (
             11,
-            lc0::ArchiveCompression::None,
+            capa_lc0::ArchiveCompression::None,
             vec!["supervised-0--supervised-10.tar".to_string(), "supervised-11.tar".to_string()],
         ),
     ];
     for (case, (group, compress, archives)) in cases.into_iter().enumerate() {
         let out = dir.join(format!("out-{case}"));
-        let job = lc0::PackJob { group, compress, ..lc0::PackJob::new(&src, &out) };
+        let job = capa_lc0::PackJob { group, compress, ..capa_lc0::PackJob::new(&src, &out) };
         let (summary, written) = pack(&job);
         assert_eq!(written, archives, "group {group}");
         assert_eq!(
@@ -604,19 +615,21 @@ fn resuming_skips_existing_archives_and_without_it_an_existing_one_is_an_error()
     let dir = tempdir("pack-resume");
     let (src, out) = (dir.join("src"), dir.join("out"));
     convert_some("sf_selfplay_played_out.pgn", &src, 6, 1, ConvertSettings::default());
-    let job = lc0::PackJob::new(&src, &out);
+    let job = capa_lc0::PackJob::new(&src, &out);
     assert_eq!(pack(&job).0.archives_written, 6);
     // One archive lost, one replaced by a marker, a killed run's partial left.
     std::fs::remove_file(out.join("supervised-5.tar")).unwrap();
     std::fs::write(out.join("supervised-3.tar"), b"not touched").unwrap();
     std::fs::write(out.join("supervised-5.tar.partial"), b"stale").unwrap();
-    match lc0::pack_chunks(&job, |_| {}) {
-        Err(e @ lc0::PackError::ArchiveExists { .. }) => assert!(e.to_string().contains("supervised-0.tar"), "{e}"),
+    match capa_lc0::pack_chunks(&job, |_| {}) {
+        Err(e @ capa_lc0::PackError::ArchiveExists { .. }) => {
+            assert!(e.to_string().contains("supervised-0.tar"), "{e}")
+        }
         other => panic!("{other:?}"),
     }
     assert!(!out.join("supervised-5.tar").exists(), "nothing is written");
     assert_eq!(std::fs::read(out.join("supervised-5.tar.partial")).unwrap(), b"stale");
-    let (summary, written) = pack(&lc0::PackJob { resume: true, ..job });
+    let (summary, written) = pack(&capa_lc0::PackJob { resume: true, ..job });
     assert_eq!((summary.archives_written, summary.archives_skipped, summary.members), (1, 5, 1));
     assert_eq!(written, ["supervised-5.tar"]);
     assert_eq!(std::fs::read(out.join("supervised-3.tar")).unwrap(), b"not touched");
@@ -629,7 +642,8 @@ fn resuming_skips_existing_archives_and_without_it_an_existing_one_is_an_error()
 fn packing_a_missing_file_or_empty_source_is_an_error_naming_it() {
     let dir = tempdir("pack-bad");
     let out = dir.join("out");
-    let error = |source: &Path| lc0::pack_chunks(&lc0::PackJob::new(source, &out), |_| {}).unwrap_err().to_string();
+    let error =
+        |source: &Path| capa_lc0::pack_chunks(&capa_lc0::PackJob::new(source, &out), |_| {}).unwrap_err().to_string();
     assert!(error(&dir.join("nowhere")).contains("nowhere"));
     std::fs::write(dir.join("file.txt"), b"x").unwrap();
     assert!(error(&dir.join("file.txt")).contains("file.txt is not a folder"));
@@ -638,15 +652,15 @@ fn packing_a_missing_file_or_empty_source_is_an_error_naming_it() {
     std::fs::write(dir.join("empty/loose.gz"), b"x").unwrap();
     let message = error(&dir.join("empty"));
     assert!(message.contains("empty") && message.contains("no chunk folder"), "{message}");
-    let zero = lc0::PackJob { group: 0, ..lc0::PackJob::new(dir.join("empty"), &out) };
-    assert!(matches!(lc0::pack_chunks(&zero, |_| {}), Err(lc0::PackError::Settings(_))));
+    let zero = capa_lc0::PackJob { group: 0, ..capa_lc0::PackJob::new(dir.join("empty"), &out) };
+    assert!(matches!(capa_lc0::pack_chunks(&zero, |_| {}), Err(capa_lc0::PackError::Settings(_))));
     assert!(!out.exists(), "nothing is written");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A deduplication into `out` with the tool's defaults otherwise.
-fn dedup_job(out: &Path) -> lc0::DedupJob {
-    lc0::DedupJob { output_dir: out.to_path_buf(), ..lc0::DedupJob::default() }
+fn dedup_job(out: &Path) -> capa_lc0::DedupJob {
+    capa_lc0::DedupJob { output_dir: out.to_path_buf(), ..capa_lc0::DedupJob::default() }
 }
 
 /// The records of the `.gz` files of `dirs`, in dedup's reading order.
@@ -663,21 +677,21 @@ fn tree_records(dirs: &[&Path]) -> Vec<V6Record> {
         walk(dir, &mut files);
         files.sort();
         for file in files {
-            records.extend(lc0::read_game_file(&file).unwrap());
+            records.extend(capa_lc0::read_game_file(&file).unwrap());
         }
     }
     records
 }
 
 /// Every output record of `job`, checked against Lc0's invariants.
-fn dedup_output(job: &lc0::DedupJob) -> Vec<V6Record> {
+fn dedup_output(job: &capa_lc0::DedupJob) -> Vec<V6Record> {
     let mut records = Vec::new();
     for number in 0.. {
         let path = job.chunk_path(number);
         if !path.exists() {
             break;
         }
-        records.extend(lc0::read_game_file(&path).unwrap());
+        records.extend(capa_lc0::read_game_file(&path).unwrap());
     }
     for record in &records {
         assert!(record.problems().is_empty(), "{:?}", record.problems());
@@ -715,7 +729,7 @@ fn deduplicating_two_conversions_of_the_same_games_merges_them_into_their_means(
     let other = ConvertSettings { wdl: WdlModel { scale: 1.6, spread: 0.3 }, visit_budget: 50, ..Default::default() };
     convert_some("sf_selfplay_a.pgn", &b, 3, 40, other);
     let job = dedup_job(&dir.join("out"));
-    let summary = lc0::dedup_files(&[a.clone(), b.clone()], &job, |_| {}).unwrap();
+    let summary = capa_lc0::dedup_files(&[a.clone(), b.clone()], &job, |_| {}).unwrap();
     let inputs = tree_records(&[&a, &b]);
     let groups = by_position(&inputs);
     assert_eq!(summary.records_read, 2 * converted.positions);
@@ -756,8 +770,8 @@ fn a_q_ratio_of_0_makes_q_the_result() {
     let dir = tempdir("dedup-q");
     let a = dir.join("a");
     convert_some("sf_selfplay_played_out.pgn", &a, 3, 40, ConvertSettings::default());
-    let job = lc0::DedupJob { q_ratio: 0.0, ..dedup_job(&dir.join("out")) };
-    lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}).unwrap();
+    let job = capa_lc0::DedupJob { q_ratio: 0.0, ..dedup_job(&dir.join("out")) };
+    capa_lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}).unwrap();
     let inputs = tree_records(&[&a]);
     let groups = by_position(&inputs);
     let output = dedup_output(&job);
@@ -770,8 +784,11 @@ fn a_q_ratio_of_0_makes_q_the_result() {
         }
     }
     for q_ratio in [-0.1, 1.5, f64::NAN] {
-        let bad = lc0::DedupJob { q_ratio, ..dedup_job(&dir.join("bad")) };
-        assert!(matches!(lc0::dedup_files(std::slice::from_ref(&a), &bad, |_| {}), Err(lc0::DedupError::Settings(_))));
+        let bad = capa_lc0::DedupJob { q_ratio, ..dedup_job(&dir.join("bad")) };
+        assert!(matches!(
+            capa_lc0::dedup_files(std::slice::from_ref(&a), &bad, |_| {}),
+            Err(capa_lc0::DedupError::Settings(_))
+        ));
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -781,9 +798,9 @@ fn a_window_of_one_merges_nothing() {
     let dir = tempdir("dedup-window");
     let a = dir.join("a");
     let converted = convert_some("sf_selfplay_played_out.pgn", &a, 2, 40, ConvertSettings::default());
-    let job = lc0::DedupJob { uniq_buffer: 1, ..dedup_job(&dir.join("out")) };
+    let job = capa_lc0::DedupJob { uniq_buffer: 1, ..dedup_job(&dir.join("out")) };
     // The same folder twice: every position is repeated, in another window.
-    let summary = lc0::dedup_files(&[a.clone(), a.clone()], &job, |_| {}).unwrap();
+    let summary = capa_lc0::dedup_files(&[a.clone(), a.clone()], &job, |_| {}).unwrap();
     let n = 2 * converted.positions;
     assert_eq!((summary.records_read, summary.records_written, summary.merged, summary.windows), (n, n, 0, n));
     let inputs = tree_records(&[&a, &a]);
@@ -797,8 +814,8 @@ fn chunks_per_file_splits_the_output_into_files_and_folders() {
     let a = dir.join("a");
     let converted = convert_some("sf_selfplay_played_out.pgn", &a, 3, 40, ConvertSettings::default());
     let out = dir.join("out");
-    let job = lc0::DedupJob { chunks_per_file: 100, files_per_dir: 3, uniq_buffer: 1, ..dedup_job(&out) };
-    let summary = lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}).unwrap();
+    let job = capa_lc0::DedupJob { chunks_per_file: 100, files_per_dir: 3, uniq_buffer: 1, ..dedup_job(&out) };
+    let summary = capa_lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}).unwrap();
     let n = converted.positions;
     let files = n.div_ceil(100);
     assert!(files > 3, "more than one folder: {n} records");
@@ -806,14 +823,14 @@ fn chunks_per_file_splits_the_output_into_files_and_folders() {
     for number in 0..files {
         let path = out.join(format!("deduped-{}/chunk_{number:06}.gz", number / 3));
         let expected = if number + 1 == files { n - 100 * (files - 1) } else { 100 };
-        assert_eq!(lc0::read_game_file(&path).unwrap().len() as u64, expected, "{}", path.display());
+        assert_eq!(capa_lc0::read_game_file(&path).unwrap().len() as u64, expected, "{}", path.display());
     }
     assert_eq!(dedup_output(&job).len() as u64, n);
     let folders = file_names(&out);
     assert_eq!(folders.len() as u64, files.div_ceil(3), "{folders:?}");
     assert!(file_names(&out.join("deduped-0")).iter().all(|name| name.starts_with("chunk_")), "no temporary is left");
-    match lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}) {
-        Err(e @ lc0::DedupError::OutputExists { .. }) => assert!(e.to_string().contains("deduped-0"), "{e}"),
+    match capa_lc0::dedup_files(std::slice::from_ref(&a), &job, |_| {}) {
+        Err(e @ capa_lc0::DedupError::OutputExists { .. }) => assert!(e.to_string().contains("deduped-0"), "{e}"),
         other => panic!("{other:?}"),
     }
     std::fs::remove_dir_all(dir).unwrap();
@@ -828,7 +845,7 @@ fn a_truncated_or_partial_v6_file_is_an_error_naming_it() {
     let bad = dir.join("bad");
     std::fs::create_dir_all(&bad).unwrap();
     std::fs::write(bad.join("cut.gz"), &game[..game.len() / 2]).unwrap();
-    let records = lc0::read_game_file(&a.join("supervised-0/game_000000.gz")).unwrap();
+    let records = capa_lc0::read_game_file(&a.join("supervised-0/game_000000.gz")).unwrap();
     let mut raw = Vec::new();
     records[0].write_to(&mut raw);
     records[1].write_to(&mut raw);
@@ -838,14 +855,14 @@ fn a_truncated_or_partial_v6_file_is_an_error_naming_it() {
     std::fs::write(bad.join("partial.gz"), encoder.finish().unwrap()).unwrap();
     let job = dedup_job(&dir.join("out"));
     for name in ["cut.gz", "partial.gz"] {
-        match lc0::dedup_files(&[a.clone(), bad.join(name)], &job, |_| {}) {
-            Err(e @ lc0::DedupError::Read { .. }) => assert!(e.to_string().contains(name), "{e}"),
+        match capa_lc0::dedup_files(&[a.clone(), bad.join(name)], &job, |_| {}) {
+            Err(e @ capa_lc0::DedupError::Read { .. }) => assert!(e.to_string().contains(name), "{e}"),
             other => panic!("{other:?}"),
         }
     }
     assert!(!dir.join("out").exists(), "nothing is written");
-    match lc0::dedup_files(&[dir.join("nowhere")], &job, |_| {}) {
-        Err(e @ lc0::DedupError::Input { .. }) => assert!(e.to_string().contains("nowhere"), "{e}"),
+    match capa_lc0::dedup_files(&[dir.join("nowhere")], &job, |_| {}) {
+        Err(e @ capa_lc0::DedupError::Input { .. }) => assert!(e.to_string().contains("nowhere"), "{e}"),
         other => panic!("{other:?}"),
     }
     std::fs::remove_dir_all(dir).unwrap();
@@ -856,14 +873,15 @@ fn a_position_seen_with_other_legal_moves_is_kept_apart() {
     let dir = tempdir("dedup-mask");
     let a = dir.join("a");
     convert_some("sf_selfplay_played_out.pgn", &a, 1, 40, ConvertSettings::default());
-    let record = lc0::read_game_file(&a.join("supervised-0/game_000000.gz")).unwrap().remove(3);
+    let record = capa_lc0::read_game_file(&a.join("supervised-0/game_000000.gz")).unwrap().remove(3);
     let mut other = record.clone();
     let illegal = other.probabilities.iter().position(|&p| p == -1.0).unwrap();
     other.probabilities[illegal] = 0.0;
     let input = dir.join("mixed.gz");
-    std::fs::write(&input, lc0::compress(&[record.clone(), other.clone(), record.clone(), other.clone()])).unwrap();
+    std::fs::write(&input, capa_lc0::compress(&[record.clone(), other.clone(), record.clone(), other.clone()]))
+        .unwrap();
     let job = dedup_job(&dir.join("out"));
-    let summary = lc0::dedup_files(&[input], &job, |_| {}).unwrap();
+    let summary = capa_lc0::dedup_files(&[input], &job, |_| {}).unwrap();
     assert_eq!((summary.records_read, summary.records_written, summary.merged, summary.mask_mismatches), (4, 2, 2, 1));
     assert_eq!(format!("{:?}", dedup_output(&job)), format!("{:?}", [record, other]));
     std::fs::remove_dir_all(dir).unwrap();

@@ -321,7 +321,7 @@ fn write_archive(archive: &Planned, job: &PackJob) -> Result<u64, PackError> {
         }
         let write_error = |source| PackError::Write { path: archive.path.clone(), source };
         let bytes = std::fs::metadata(&partial).map_err(write_error)?.len();
-        crate::rename_durably(&partial, &archive.path).map_err(write_error)?;
+        capa_data::rename_durably(&partial, &archive.path).map_err(write_error)?;
         Ok(bytes)
     })();
     if result.is_err() {

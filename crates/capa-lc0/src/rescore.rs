@@ -294,7 +294,7 @@ fn rescore_file(path: &Path, tables: &Tables, options: RescoreOptions) -> Result
     let mut records = read_game_file(path)?;
     let (results_changed, plies_changed) = rescore_game(&mut records, tables);
     let bytes = compress(&records);
-    crate::write_atomically(&twin, &bytes).map_err(|e| format!("cannot write {}: {e}", twin.display()))?;
+    capa_data::write_atomically(&twin, &bytes).map_err(|e| format!("cannot write {}: {e}", twin.display()))?;
     // Compared as bytes: the records hold NaNs, which never equal themselves.
     let raw = |records: &[V6Record]| {
         let mut raw = Vec::new();
@@ -305,7 +305,7 @@ fn rescore_file(path: &Path, tables: &Tables, options: RescoreOptions) -> Result
         return Err(format!("{} does not read back as written; the original is kept", twin.display()));
     }
     if options.replace {
-        crate::rename_durably(&twin, path)
+        capa_data::rename_durably(&twin, path)
             .map_err(|e| format!("cannot move {} over its original: {e}", twin.display()))?;
     }
     Ok(Some(FileRescored { records: records.len() as u64, results_changed, plies_changed }))

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use capa_data::lc0::{
+use capa_lc0::{
     self, ConvertError, ConvertJob, ConvertSettings, EngineSpec, EvalSource, PgnReader, SourceGame, WdlModel,
     convert_game,
 };
-use capa_data::{Go, UciEngine, UciScore, find_program};
+use capa_uci::{Go, UciEngine, UciScore, find_program};
 
 fn engine(name: &str) -> PathBuf {
     find_program(Path::new(name)).unwrap_or_else(|| panic!("{name} is not installed (scripts/test.sh installs it)"))
@@ -52,13 +52,13 @@ fn ask(name: &str, depth: u32, show_wdl: bool) -> (UciScore, Option<[u32; 3]>, O
 fn stockfish_mode_takes_the_engines_wdl_best_move_and_nodes() {
     // Black mates with Qh4 on its second move: the engine must find it.
     let game = &games("1. f3 e5 2. g4 Qh4# 0-1\n")[0];
-    let mut evaluator = lc0::EngineEvaluator::start(&spec("stockfish", 8)).unwrap();
+    let mut evaluator = capa_lc0::EngineEvaluator::start(&spec("stockfish", 8)).unwrap();
     assert!(evaluator.shows_wdl());
     let converted = convert_game(game, &ENGINE_MODE, Some(&mut evaluator)).unwrap();
     assert_eq!(converted.model_evals, 0);
     let records = &converted.records;
     assert_eq!(records.len(), 4);
-    assert!(lc0::game_problems(records).is_empty(), "{:?}", lc0::game_problems(records));
+    assert!(capa_lc0::game_problems(records).is_empty(), "{:?}", capa_lc0::game_problems(records));
 
     let (_, wdl, nodes, best) = ask("stockfish", 8, true);
     let [w, d, l] = wdl.unwrap();
@@ -67,11 +67,11 @@ fn stockfish_mode_takes_the_engines_wdl_best_move_and_nodes() {
     assert_eq!(first.root_d, d as f32 / 1000.0);
     assert_eq!((first.best_q, first.best_d), (first.root_q, first.root_d));
     assert_eq!(u64::from(first.visits), nodes.unwrap());
-    assert_eq!(lc0::policy_move(first.best_idx, false), best);
+    assert_eq!(capa_lc0::policy_move(first.best_idx, false), best);
     // The mate: black to move, certain, and its move (mirrored for black).
     let last = &records[3];
     assert_eq!((last.root_q, last.root_d), (1.0, 0.0));
-    assert_eq!(lc0::policy_move(last.best_idx, true), "d8h4");
+    assert_eq!(capa_lc0::policy_move(last.best_idx, true), "d8h4");
     assert_eq!(last.best_idx, last.played_idx);
     // The played move's value is the next position's, from this side.
     assert_eq!(records[2].played_q, -last.best_q);
@@ -80,7 +80,7 @@ fn stockfish_mode_takes_the_engines_wdl_best_move_and_nodes() {
 #[test]
 fn an_engine_without_wdl_falls_back_to_the_model_on_its_score() {
     let game = &games("1. e4 e5 2. Nf3 1/2-1/2\n")[0];
-    let mut evaluator = lc0::EngineEvaluator::start(&spec("fairy-stockfish", 6)).unwrap();
+    let mut evaluator = capa_lc0::EngineEvaluator::start(&spec("fairy-stockfish", 6)).unwrap();
     assert!(!evaluator.shows_wdl());
     let converted = convert_game(game, &ENGINE_MODE, Some(&mut evaluator)).unwrap();
     assert_eq!(converted.model_evals, 3);
@@ -106,16 +106,16 @@ fn engine_mode_writes_the_same_files_whatever_the_thread_count() {
             engine: Some(spec("stockfish", 4)),
         };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        let summary = lc0::convert_files(std::slice::from_ref(&pgn), &job, &pool, |_| {}).unwrap();
+        let summary = capa_lc0::convert_files(std::slice::from_ref(&pgn), &job, &pool, |_| {}).unwrap();
         assert_eq!((summary.games_written, summary.model_evals), (3, 0));
         outputs.push(job);
     }
     for number in 0..3 {
         let (a, b) = (outputs[0].game_path(number), outputs[1].game_path(number));
         assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{}", a.display());
-        let records = lc0::read_game_file(&a).unwrap();
+        let records = capa_lc0::read_game_file(&a).unwrap();
         assert!(records.iter().all(|r| r.visits > 1), "visits are the engine's nodes");
-        assert!(lc0::game_problems(&records).is_empty());
+        assert!(capa_lc0::game_problems(&records).is_empty());
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -134,18 +134,18 @@ fn a_missing_engine_is_an_error_before_anything_is_written() {
         engine: Some(EngineSpec { program: "/nonexistent/stockfish".into(), depth: 4, hash_mb: 16, threads: 1 }),
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    match lc0::convert_files(std::slice::from_ref(&pgn), &job, &pool, |_| {}) {
+    match capa_lc0::convert_files(std::slice::from_ref(&pgn), &job, &pool, |_| {}) {
         Err(e @ ConvertError::Engine(_)) => assert!(e.to_string().contains("/nonexistent/stockfish"), "{e}"),
         other => panic!("{other:?}"),
     }
     assert!(!dir.join("out").exists());
     let without = ConvertJob { engine: None, ..job };
-    assert!(matches!(lc0::convert_files(&[pgn], &without, &pool, |_| {}), Err(ConvertError::NoEngine)));
+    assert!(matches!(capa_lc0::convert_files(&[pgn], &without, &pool, |_| {}), Err(ConvertError::NoEngine)));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-fn finish_settings(depth: u32) -> lc0::FinishSettings {
-    lc0::FinishSettings {
+fn finish_settings(depth: u32) -> capa_lc0::FinishSettings {
+    capa_lc0::FinishSettings {
         engine: EngineSpec { program: engine("stockfish"), depth, hash_mb: 16, threads: 1 },
         max_extra_plies: 400,
         terminations: vec!["adjudication".into()],
@@ -156,7 +156,7 @@ fn finish_settings(depth: u32) -> lc0::FinishSettings {
 
 /// The games of a PGN file, text kept.
 fn read_games(path: &Path) -> Vec<SourceGame> {
-    let mut reader = PgnReader::new(lc0::open_pgn(path).unwrap()).keeping_text();
+    let mut reader = PgnReader::new(capa_lc0::open_pgn(path).unwrap()).keeping_text();
     std::iter::from_fn(|| reader.next_game().unwrap()).collect()
 }
 
@@ -166,17 +166,17 @@ fn finish_games_plays_adjudicated_games_to_a_real_end_and_copies_the_rest() {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sf_selfplay_a.pgn");
     let output = dir.join("finished.pgn");
     // A killed run's leftover is replaced, never read.
-    std::fs::write(lc0::partial_path(&output), "half a game").unwrap();
-    let settings = lc0::FinishSettings { limit: Some(8), ..finish_settings(5) };
+    std::fs::write(capa_lc0::partial_path(&output), "half a game").unwrap();
+    let settings = capa_lc0::FinishSettings { limit: Some(8), ..finish_settings(5) };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let mut events = Vec::new();
-    let summary = lc0::finish_files(&[(source.clone(), output.clone())], &settings, &pool, |event| {
-        if let lc0::FinishEvent::Game(_, game, outcome, _) = event {
+    let summary = capa_lc0::finish_files(&[(source.clone(), output.clone())], &settings, &pool, |event| {
+        if let capa_lc0::FinishEvent::Game(_, game, outcome, _) = event {
             events.push((game.number, outcome.clone()));
         }
     })
     .unwrap();
-    assert!(!lc0::partial_path(&output).exists());
+    assert!(!capa_lc0::partial_path(&output).exists());
     assert_eq!((summary.games, summary.files, summary.failed), (8, 1, 0));
     assert_eq!(events.iter().map(|(n, _)| *n).collect::<Vec<_>>(), (1..=8).collect::<Vec<_>>(), "input order");
 
@@ -186,7 +186,7 @@ fn finish_games_plays_adjudicated_games_to_a_real_end_and_copies_the_rest() {
     let mut concluded = 0;
     for ((original, done), (_, outcome)) in originals.iter().zip(&finished).zip(&events) {
         match outcome {
-            lc0::FinishOutcome::Concluded { plies, result, .. } => {
+            capa_lc0::FinishOutcome::Concluded { plies, result, .. } => {
                 concluded += 1;
                 assert_eq!(done.moves.len(), original.moves.len() + *plies as usize);
                 assert_eq!(done.winner(), games(&format!("{result}\n"))[0].winner());
@@ -194,18 +194,18 @@ fn finish_games_plays_adjudicated_games_to_a_real_end_and_copies_the_rest() {
                 assert!(done.tag("FinishedBy").is_some());
                 // The old moves stay as they were; the new ones carry evals
                 // that --pgn-eval-mode reads, and end the game by the rules.
-                let written = |moves: &[lc0::SourceMove]| -> Vec<(String, String)> {
+                let written = |moves: &[capa_lc0::SourceMove]| -> Vec<(String, String)> {
                     moves.iter().map(|m| (m.san.clone(), m.comment.clone())).collect()
                 };
                 assert_eq!(written(&done.moves[..original.moves.len()]), written(&original.moves));
                 for added in &done.moves[original.moves.len()..] {
-                    assert!(lc0::comment_eval(&added.comment).is_some(), "{:?}", added.comment);
+                    assert!(capa_lc0::comment_eval(&added.comment).is_some(), "{:?}", added.comment);
                 }
                 let eval_mode = ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() };
                 let records = convert_game(done, &eval_mode, None).unwrap().records;
                 assert_eq!(records.last().unwrap().plies_left, 0.0);
             }
-            lc0::FinishOutcome::NotChosen => assert_eq!(done.text, original.text, "copied byte for byte"),
+            capa_lc0::FinishOutcome::NotChosen => assert_eq!(done.text, original.text, "copied byte for byte"),
             other => panic!("game {}: {other:?}", original.number),
         }
     }
@@ -219,7 +219,7 @@ fn finish_games_plays_adjudicated_games_to_a_real_end_and_copies_the_rest() {
         settings: ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() },
         engine: None,
     };
-    let converted = lc0::convert_files(&[output], &job, &pool, |_| {}).unwrap();
+    let converted = capa_lc0::convert_files(&[output], &job, &pool, |_| {}).unwrap();
     assert_eq!((converted.games_written, converted.skipped.len()), (8, 0));
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -233,7 +233,7 @@ fn finish_games_plays_from_the_side_to_move_and_numbers_its_moves() {
     let (input, output) = (dir.join("one.pgn"), dir.join("one-finished.pgn"));
     std::fs::write(&input, text).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let summary = lc0::finish_files(&[(input, output.clone())], &finish_settings(8), &pool, |_| {}).unwrap();
+    let summary = capa_lc0::finish_files(&[(input, output.clone())], &finish_settings(8), &pool, |_| {}).unwrap();
     assert_eq!(summary.concluded, 1, "{summary:?}");
     let written = std::fs::read_to_string(&output).unwrap();
     assert!(written.contains("\n60... K"), "{written}");
@@ -247,15 +247,15 @@ fn finish_games_plays_from_the_side_to_move_and_numbers_its_moves() {
 
 #[test]
 fn cutechess_comments_read_back_as_the_movers_eval() {
-    use lc0::CommentEval::Mover;
-    let comment = |score| lc0::cutechess_comment(score, 10, 0.0123);
+    use capa_lc0::CommentEval::Mover;
+    let comment = |score| capa_lc0::cutechess_comment(score, 10, 0.0123);
     assert_eq!(comment(UciScore::Cp(76)), "+0.76/10 0.012s");
     assert_eq!(comment(UciScore::Cp(-5)), "-0.05/10 0.012s");
     assert_eq!(comment(UciScore::Cp(0)), "0.00/10 0.012s");
     assert_eq!(comment(UciScore::Mate(5)), "+M5/10 0.012s");
     assert_eq!(comment(UciScore::Mate(-3)), "-M3/10 0.012s");
-    assert_eq!(lc0::comment_eval(&comment(UciScore::Cp(76))), Some(Mover(0.76)));
-    assert_eq!(lc0::comment_eval(&comment(UciScore::Mate(-3))), Some(Mover(-lc0::MATE_PAWNS)));
+    assert_eq!(capa_lc0::comment_eval(&comment(UciScore::Cp(76))), Some(Mover(0.76)));
+    assert_eq!(capa_lc0::comment_eval(&comment(UciScore::Mate(-3))), Some(Mover(-capa_lc0::MATE_PAWNS)));
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn finish_games_keeps_a_game_whole_when_its_moves_follow_the_tags_directly() {
     let (input, output) = (dir.join("one.pgn"), dir.join("one-finished.pgn"));
     std::fs::write(&input, text).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let summary = lc0::finish_files(&[(input, output.clone())], &finish_settings(6), &pool, |_| {}).unwrap();
+    let summary = capa_lc0::finish_files(&[(input, output.clone())], &finish_settings(6), &pool, |_| {}).unwrap();
     assert_eq!(summary.concluded, 1, "{summary:?}");
     let written = std::fs::read_to_string(&output).unwrap();
     assert!(!written.trim_end().contains("\n\n"), "one paragraph of tags and moves: {written}");
@@ -286,11 +286,11 @@ fn only_termination_and_include_draws_choose_the_games_played_out() {
     let input = dir.join("two.pgn");
     std::fs::write(&input, text).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let outcomes = |settings: &lc0::FinishSettings, name: &str| {
+    let outcomes = |settings: &capa_lc0::FinishSettings, name: &str| {
         let mut outcomes = Vec::new();
-        lc0::finish_files(&[(input.clone(), dir.join(name))], settings, &pool, |event| {
-            if let lc0::FinishEvent::Game(_, _, outcome, _) = event {
-                outcomes.push(matches!(outcome, lc0::FinishOutcome::Concluded { .. }));
+        capa_lc0::finish_files(&[(input.clone(), dir.join(name))], settings, &pool, |event| {
+            if let capa_lc0::FinishEvent::Game(_, _, outcome, _) = event {
+                outcomes.push(matches!(outcome, capa_lc0::FinishOutcome::Concluded { .. }));
             }
         })
         .unwrap();
@@ -298,9 +298,9 @@ fn only_termination_and_include_draws_choose_the_games_played_out() {
     };
     let base = finish_settings(4);
     assert_eq!(outcomes(&base, "default.pgn"), [false, false], "a drawn adjudication, another termination");
-    let draws = lc0::FinishSettings { include_draws: true, ..base.clone() };
+    let draws = capa_lc0::FinishSettings { include_draws: true, ..base.clone() };
     assert_eq!(outcomes(&draws, "draws.pgn"), [true, false]);
-    let forfeits = lc0::FinishSettings { terminations: vec!["Time Forfeit".into()], ..base };
+    let forfeits = capa_lc0::FinishSettings { terminations: vec!["Time Forfeit".into()], ..base };
     assert_eq!(outcomes(&forfeits, "forfeits.pgn"), [false, true]);
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -1,7 +1,11 @@
 //! Lc0's V6 training data from PGN games: the record, the 112-plane input,
 //! the eval-to-WDL model, and the conversion of whole PGN files into
 //! `<name>-N/game_NNNNNN.gz` folders, one game per file, as Lc0's
-//! trainer and trainingdata-tool lay them out.
+//! trainer and trainingdata-tool lay them out; finishing unfinished games
+//! with an engine, rescoring against Syzygy tables, deduplication and
+//! packing into the tar chunks Lc0's training runs ship as (`capa lc0`).
+
+#![deny(missing_docs)]
 
 mod convert;
 mod dedup;
@@ -156,7 +160,7 @@ pub enum ConvertError {
     },
     /// The engine that scores positions cannot be started or set up.
     #[error("{0}")]
-    Engine(#[from] crate::UciError),
+    Engine(#[from] capa_uci::UciError),
     /// Engine mode without an engine to run.
     #[error("engine evaluation needs an engine: none was given")]
     NoEngine,
@@ -272,7 +276,8 @@ fn write_files(files: &[(PathBuf, Vec<u8>)], pool: &rayon::ThreadPool) -> Result
     }
     pool.install(|| {
         files.par_iter().try_for_each(|(path, bytes)| {
-            crate::write_atomically(path, bytes).map_err(|source| ConvertError::Write { path: path.clone(), source })
+            capa_data::write_atomically(path, bytes)
+                .map_err(|source| ConvertError::Write { path: path.clone(), source })
         })
     })
 }

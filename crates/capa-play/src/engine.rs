@@ -3,8 +3,8 @@
 //! and of `[eval]` matches against an engine.
 
 use anyhow::{Context, Result, bail};
-use capa_data::{Go, OptionKind, UciEngine, position_command};
 use capa_rules::{Game, History};
+use capa_uci::{Go, OptionKind, UciEngine, position_command};
 
 /// The engine process, the search it runs per move, and its strength.
 pub struct EnginePlayer {

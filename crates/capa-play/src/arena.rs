@@ -8,12 +8,12 @@
 //! by one.
 
 use anyhow::{Result, anyhow};
-use capa_data::MatchScore;
+use capa_mcts::mix;
 use capa_mcts::{Evaluator, Limits, Rng, SearchParams, Tree, random_opening, search_many};
 use capa_rules::{Color, Game, GameResult, History};
 
+use crate::elo::MatchScore;
 use crate::engine::EnginePlayer;
-use crate::selfplay::mix;
 
 /// How the arena plays.
 #[derive(Clone, Debug)]

@@ -6,6 +6,8 @@
 //! and quotes the last lines it wrote to stderr. The engine's stdout is read
 //! on a thread of its own and handed over line by line.
 
+#![deny(missing_docs)]
+
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
 use std::io::{self, BufRead, BufReader, Write};

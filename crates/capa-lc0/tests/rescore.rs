@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use capa_data::lc0::{self, ConvertSettings, PgnReader, RescoreEvent, RescoreOptions, SourceGame, Tables};
+use capa_lc0::{ConvertSettings, PgnReader, RescoreEvent, RescoreOptions, SourceGame, Tables};
 use capa_rules::chess::Chess;
 use capa_rules::{Game, History};
 use shakmaty::EnPassantMode;
@@ -23,8 +23,8 @@ fn games(text: &str) -> Vec<SourceGame> {
     std::iter::from_fn(|| reader.next_game().unwrap()).collect()
 }
 
-fn records(pgn: &str) -> Vec<lc0::V6Record> {
-    lc0::convert_game(&games(pgn)[0], &ConvertSettings::default(), None).unwrap().records
+fn records(pgn: &str) -> Vec<capa_lc0::V6Record> {
+    capa_lc0::convert_game(&games(pgn)[0], &ConvertSettings::default(), None).unwrap().records
 }
 
 /// A FEN without its move number, en passant written only when legal.
@@ -38,14 +38,14 @@ fn records_decode_to_the_positions_they_encode() {
     let mut checked = 0;
     let mut en_passant = 0;
     for file in ["sf_selfplay_a.pgn", "2008_SCT_LadiesOpen.pgn"] {
-        let mut reader = PgnReader::new(lc0::open_pgn(&data(file)).unwrap());
+        let mut reader = PgnReader::new(capa_lc0::open_pgn(&data(file)).unwrap());
         while let Some(game) = reader.next_game().unwrap() {
-            let Ok(converted) = lc0::convert_game(&game, &ConvertSettings::default(), None) else { continue };
+            let Ok(converted) = capa_lc0::convert_game(&game, &ConvertSettings::default(), None) else { continue };
             let start = game.tag("FEN").map_or_else(Chess::startpos, |fen| Chess::from_fen(fen).unwrap());
             let mut history = History::new(start);
             for (record, source) in converted.records.iter().zip(&game.moves) {
                 let expected = fen_fields(history.current().position());
-                let decoded = lc0::decode_position(record).expect("a legal position");
+                let decoded = capa_lc0::decode_position(record).expect("a legal position");
                 assert_eq!(fen_fields(&decoded), expected, "{file}: game {}", game.number);
                 en_passant += usize::from(expected.split(' ').nth(3) != Some("-"));
                 checked += 1;
@@ -62,7 +62,7 @@ fn records_decode_to_the_positions_they_encode() {
 fn a_rook_ending_recorded_as_a_draw_is_a_win_with_its_distance_to_mate() {
     let mut game = records("[FEN \"8/8/8/4k3/8/8/8/R3K3 w - - 0 1\"]\n1. Ra2 Kd4 2. Ra3 Kc4 1/2-1/2\n");
     assert!(game.iter().all(|r| r.result_q == 0.0));
-    let (results, plies) = lc0::rescore_game(&mut game, &tables());
+    let (results, plies) = capa_lc0::rescore_game(&mut game, &tables());
     assert_eq!((results, plies), (4, 4));
     for (i, record) in game.iter().enumerate() {
         let white = i % 2 == 0;
@@ -72,13 +72,13 @@ fn a_rook_ending_recorded_as_a_draw_is_a_win_with_its_distance_to_mate() {
     }
     // KRK is mate within 16 moves from anywhere; the tables' line is no shorter than the mate.
     assert!((3.0..=40.0).contains(&game[0].plies_left), "{}", game[0].plies_left);
-    assert!(lc0::game_problems(&game).iter().all(|(_, p)| p.contains("plies_left")));
+    assert!(capa_lc0::game_problems(&game).iter().all(|(_, p)| p.contains("plies_left")));
 }
 
 #[test]
 fn the_fifty_move_rule_makes_a_late_win_a_draw() {
     let mut game = records("[FEN \"7k/8/8/8/8/8/8/R6K w - - 95 50\"]\n50. Kg2 Kg7 1-0\n");
-    lc0::rescore_game(&mut game, &tables());
+    capa_lc0::rescore_game(&mut game, &tables());
     for record in &game {
         assert_eq!((record.result_q, record.result_d), (0.0, 1.0));
     }
@@ -88,10 +88,10 @@ fn the_fifty_move_rule_makes_a_late_win_a_draw() {
 fn castling_rights_are_not_probed_and_earlier_positions_take_the_first_verdict() {
     let mut game = records("[FEN \"4k3/8/8/8/8/8/8/R3K3 w Q - 0 1\"]\n1. Ke2 Kd7 2. Kd3 0-1\n");
     let tables = tables();
-    assert!(tables.probe(&lc0::decode_position(&game[0]).unwrap()).is_none(), "castling rights");
-    let verdict = tables.probe(&lc0::decode_position(&game[1]).unwrap()).unwrap();
+    assert!(tables.probe(&capa_lc0::decode_position(&game[0]).unwrap()).is_none(), "castling rights");
+    let verdict = tables.probe(&capa_lc0::decode_position(&game[1]).unwrap()).unwrap();
     assert_eq!(verdict.result, -1, "black to move in KRK loses");
-    lc0::rescore_game(&mut game, &tables);
+    capa_lc0::rescore_game(&mut game, &tables);
     assert_eq!(game.iter().map(|r| r.result_q).collect::<Vec<_>>(), [1.0, -1.0, 1.0]);
     assert_eq!(game[0].plies_left, game[1].plies_left + 1.0);
 }
@@ -100,7 +100,7 @@ fn castling_rights_are_not_probed_and_earlier_positions_take_the_first_verdict()
 fn too_many_pieces_change_nothing() {
     let pgn = "1. e4 e5 2. Nf3 1-0\n";
     let mut game = records(pgn);
-    assert_eq!(lc0::rescore_game(&mut game, &tables()), (0, 0));
+    assert_eq!(capa_lc0::rescore_game(&mut game, &tables()), (0, 0));
 }
 
 fn tempdir(name: &str) -> PathBuf {
@@ -115,16 +115,16 @@ fn files_get_a_twin_originals_are_replaced_only_when_asked_and_failures_keep_the
     let dir = tempdir("files");
     let game = records("[FEN \"8/8/8/4k3/8/8/8/R3K3 w - - 0 1\"]\n1. Ra2 Kd4 2. Ra3 Kc4 1/2-1/2\n");
     let original = dir.join("game_000000.gz");
-    std::fs::write(&original, lc0::compress(&game)).unwrap();
+    std::fs::write(&original, capa_lc0::compress(&game)).unwrap();
     let broken = dir.join("game_000001.gz");
-    let bytes = lc0::compress(&game);
+    let bytes = capa_lc0::compress(&game);
     std::fs::write(&broken, &bytes[..bytes.len() / 2]).unwrap();
     let before = std::fs::read(&original).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let tables = tables();
     let files = [original.clone(), broken.clone()];
     let mut failures = Vec::new();
-    let summary = lc0::rescore_files(&files, &tables, RescoreOptions::default(), &pool, |event| {
+    let summary = capa_lc0::rescore_files(&files, &tables, RescoreOptions::default(), &pool, |event| {
         if let RescoreEvent::Failed(path, reason) = event {
             failures.push(format!("{}: {reason}", path.display()));
         }
@@ -132,18 +132,18 @@ fn files_get_a_twin_originals_are_replaced_only_when_asked_and_failures_keep_the
     assert_eq!((summary.files, summary.records, summary.results_changed), (1, 4, 4));
     assert_eq!(failures.len(), 1);
     assert!(failures[0].contains("game_000001.gz"), "{failures:?}");
-    assert!(!lc0::rescored_path(&broken).exists());
+    assert!(!capa_lc0::rescored_path(&broken).exists());
     assert_eq!(std::fs::read(&original).unwrap(), before, "the original is untouched");
-    let twin = lc0::read_game_file(&lc0::rescored_path(&original)).unwrap();
+    let twin = capa_lc0::read_game_file(&capa_lc0::rescored_path(&original)).unwrap();
     assert_eq!(twin[0].result_q, 1.0);
 
     // --resume skips what has a twin; --replace moves the twin over the original.
     let resume = RescoreOptions { resume: true, replace: false };
-    assert_eq!(lc0::rescore_files(&files[..1], &tables, resume, &pool, |_| {}).skipped, 1);
+    assert_eq!(capa_lc0::rescore_files(&files[..1], &tables, resume, &pool, |_| {}).skipped, 1);
     let replace = RescoreOptions { resume: false, replace: true };
-    assert_eq!(lc0::rescore_files(&files[..1], &tables, replace, &pool, |_| {}).files, 1);
-    assert!(!lc0::rescored_path(&original).exists());
-    assert_eq!(lc0::read_game_file(&original).unwrap()[0].result_q, 1.0);
+    assert_eq!(capa_lc0::rescore_files(&files[..1], &tables, replace, &pool, |_| {}).files, 1);
+    assert!(!capa_lc0::rescored_path(&original).exists());
+    assert_eq!(capa_lc0::read_game_file(&original).unwrap()[0].result_q, 1.0);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -173,23 +173,23 @@ fn after_a_rescore_dedup_and_pack_read_the_twins_not_the_originals() {
     std::fs::create_dir_all(&chunks).unwrap();
     let game = records("[FEN \"8/8/8/4k3/8/8/8/R3K3 w - - 0 1\"]\n1. Ra2 Kd4 2. Ra3 Kc4 1/2-1/2\n");
     let original = chunks.join("game_000000.gz");
-    std::fs::write(&original, lc0::compress(&game)).unwrap();
+    std::fs::write(&original, capa_lc0::compress(&game)).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    lc0::rescore_files(std::slice::from_ref(&original), &tables(), RescoreOptions::default(), &pool, |_| {});
-    let found = lc0::v6_files(&[dir.join("chunks")]).unwrap();
+    capa_lc0::rescore_files(std::slice::from_ref(&original), &tables(), RescoreOptions::default(), &pool, |_| {});
+    let found = capa_lc0::v6_files(&[dir.join("chunks")]).unwrap();
     assert_eq!(found.len(), 2);
-    assert_eq!(lc0::prefer_rescored(found), [lc0::rescored_path(&original)]);
+    assert_eq!(capa_lc0::prefer_rescored(found), [capa_lc0::rescored_path(&original)]);
     // An original given alone, without its twin beside it in the list, stays.
-    assert_eq!(lc0::prefer_rescored(vec![original.clone()]), std::slice::from_ref(&original));
+    assert_eq!(capa_lc0::prefer_rescored(vec![original.clone()]), std::slice::from_ref(&original));
 
-    let job = lc0::DedupJob { output_dir: dir.join("deduped"), ..lc0::DedupJob::default() };
-    let summary = lc0::dedup_files(&[dir.join("chunks")], &job, |_| {}).unwrap();
+    let job = capa_lc0::DedupJob { output_dir: dir.join("deduped"), ..capa_lc0::DedupJob::default() };
+    let summary = capa_lc0::dedup_files(&[dir.join("chunks")], &job, |_| {}).unwrap();
     assert_eq!((summary.records_read, summary.records_written), (4, 4));
-    let deduped = lc0::read_game_file(&job.chunk_path(0)).unwrap();
+    let deduped = capa_lc0::read_game_file(&job.chunk_path(0)).unwrap();
     assert_eq!(deduped[0].result_q, 1.0, "the rescored result");
 
-    let pack = lc0::PackJob::new(dir.join("chunks"), dir.join("archives"));
-    lc0::pack_chunks(&pack, |_| {}).unwrap();
+    let pack = capa_lc0::PackJob::new(dir.join("chunks"), dir.join("archives"));
+    capa_lc0::pack_chunks(&pack, |_| {}).unwrap();
     let listing = std::process::Command::new("tar").arg("-tf").arg(dir.join("archives/supervised-0.tar")).output();
     let listing = String::from_utf8(listing.unwrap().stdout).unwrap();
     assert_eq!(listing.trim(), "supervised-0/game_000000_rescored.gz");

@@ -17,7 +17,7 @@ use super::engine::{EngineEvaluator, EnginePool, EngineSpec};
 use super::pgn::{PgnReader, SourceGame};
 use super::wdl::WdlModel;
 use super::{open_pgn, partial_path};
-use crate::{UciError, UciScore};
+use capa_uci::{UciError, UciScore};
 
 /// Which games are played out, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,7 +183,7 @@ pub fn finish_files(
         let file = out.into_inner().map_err(|e| write_error(e.into_error()))?;
         file.sync_all().map_err(write_error)?;
         drop(file);
-        crate::rename_durably(&partial, output)
+        capa_data::rename_durably(&partial, output)
             .map_err(|source| FinishError::Write { path: output.clone(), source })?;
         summary.files += 1;
         report(FinishEvent::FileDone(output));

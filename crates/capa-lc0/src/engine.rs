@@ -9,7 +9,7 @@ use capa_rules::chess::{Chess, ChessMove};
 use capa_rules::{Game, History};
 
 use super::wdl::{MATE_PAWNS, WdlModel};
-use crate::{DEFAULT_TIMEOUT, Go, UciEngine, UciError, UciScore, position_command};
+use capa_uci::{DEFAULT_TIMEOUT, Go, UciEngine, UciError, UciScore, position_command};
 
 /// How to start and run the engine that scores positions.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -370,7 +370,8 @@ impl Output<'_> {
             std::fs::create_dir_all(folder)
                 .map_err(|source| DedupError::Write { path: folder.to_path_buf(), source })?;
         }
-        crate::write_atomically(&path, &bytes).map_err(|source| DedupError::Write { path: path.clone(), source })?;
+        capa_data::write_atomically(&path, &bytes)
+            .map_err(|source| DedupError::Write { path: path.clone(), source })?;
         summary.files_written += 1;
         summary.bytes_written += bytes.len() as u64;
         Ok(())

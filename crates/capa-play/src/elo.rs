@@ -191,6 +191,37 @@ impl Bisection {
         }
     }
 
+    /// Plays probes until a stop rule holds or `max_probes` have been played
+    /// (counting earlier ones). `play(level, probe)` plays the `probe`-th
+    /// match (from 0) against the opponent set to `level`, and returns the
+    /// level it was really played at (an engine may clamp it) with the
+    /// score. With an `anchor`, the one probe is there instead: a quick
+    /// check rather than a search.
+    ///
+    /// # Errors
+    /// The first error of `play`.
+    pub fn drive<E>(
+        &mut self,
+        max_probes: u32,
+        anchor: Option<f64>,
+        mut play: impl FnMut(f64, u32) -> Result<(f64, MatchScore), E>,
+    ) -> Result<(), E> {
+        loop {
+            let played = self.probes.len() as u32;
+            let level = match anchor {
+                _ if played >= max_probes => return Ok(()),
+                Some(anchor) if played == 0 => anchor,
+                Some(_) => return Ok(()),
+                None => match self.next_probe() {
+                    Some(level) => level,
+                    None => return Ok(()),
+                },
+            };
+            let (level, score) = play(level, played)?;
+            self.record(level, score);
+        }
+    }
+
     /// Every probe so far: the opponent's strength and the score against it.
     pub fn probes(&self) -> &[(f64, MatchScore)] {
         &self.probes

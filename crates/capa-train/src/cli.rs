@@ -1,0 +1,92 @@
+//! `capa-train`'s arguments, and what both binaries, `capa` and
+//! `capa-train`, do the same way around their work: logging, and the exit
+//! code an error becomes.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+/// Trains a network by self-play: plays games with the newest network,
+/// keeps their positions in a replay buffer, trains on them, saves a
+/// checkpoint, and again. Stopped (Ctrl-C, SIGTERM, even kill -9) and
+/// started again with the same config, it continues where it was.
+#[derive(Parser, Debug)]
+#[command(name = "capa-train", version, args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct Cli {
+    /// A worker instead of the trainer.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The trainer's config.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The run: its config file and overrides.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The run's TOML file (every key: configs/README.md).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub config: Option<PathBuf>,
+    /// Overrides one key of the file, e.g. `--set selfplay.games=32`; repeatable.
+    #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// What `capa-train` runs besides the trainer.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// A self-play worker: plays with the newest network in the run
+    /// directory and writes its games there, reloading when the trainer
+    /// publishes a new network, until Ctrl-C. The trainer, started with
+    /// `selfplay.local = false`, trains on what workers write.
+    Selfplay(WorkerArgs),
+}
+
+/// A self-play worker's arguments.
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// The run's config.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// This worker's name in its game files' names (letters, digits, - and _).
+    #[arg(long, default_value = "worker")]
+    pub worker: String,
+    /// Stop after this many games (default: until Ctrl-C).
+    #[arg(long)]
+    pub games: Option<u64>,
+}
+
+/// `capa-train`'s command line, for the generated reference.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// Sends diagnostics (`tracing`'s events) to stderr, filtered by
+/// `RUST_LOG` (`info` when unset: warnings and progress notes, no debug
+/// detail), without timestamps: a person reads them, and the per-iteration
+/// summary lines carry their own figures.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+/// The exit code of a command that failed with `error`: success when the
+/// reader of its output went away (`capa legal ... | head`), otherwise 2
+/// after printing the error with its causes.
+pub fn exit_code(error: &anyhow::Error) -> ExitCode {
+    let closed_pipe =
+        error.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe));
+    if closed_pipe {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("error: {error:#}");
+    ExitCode::from(2)
+}

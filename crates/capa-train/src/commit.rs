@@ -1,0 +1,129 @@
+//! Networks and checkpoints in the run directory: publishing a network
+//! under its hash, the commit point of an iteration
+//! (`checkpoints/latest.json`), pruning old checkpoints, and the resume
+//! that reads them back.
+
+use anyhow::{Context, Result};
+use capa_net::{CapaAutodiffBackend, CapaBackend, Net, Trainer, load_checkpoint, save_checkpoint, save_net};
+use serde::{Deserialize, Serialize};
+
+use crate::config::RunConfig;
+use crate::games::file_name;
+use crate::metrics::truncate_metrics;
+use crate::rundir::RunDir;
+
+/// The commit point of an iteration.
+const COMMIT: &str = "checkpoints/latest.json";
+
+/// The commit point of an iteration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Latest {
+    iteration: u64,
+    checkpoint: String,
+    network: String,
+    /// The curriculum engine's `UCI_Elo` for the next iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    curriculum_elo: Option<i64>,
+}
+
+/// Where a run starts: its trainer, first iteration and newest network.
+pub(crate) struct Resumed<B: CapaAutodiffBackend> {
+    pub trainer: Trainer<B>,
+    pub first_iteration: u64,
+    pub network: String,
+    pub curriculum_elo: Option<i64>,
+}
+
+/// The trainer of the last committed iteration, or a fresh one (published
+/// as the run's first network).
+pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
+    config: &RunConfig,
+    dir: &RunDir,
+    device: &B::Device,
+) -> Result<Resumed<B>> {
+    Ok(match read_latest(dir)? {
+        Some(latest) => {
+            let key = format!("checkpoints/{}", latest.checkpoint);
+            let path = dir
+                .local_copy(&key)?
+                .with_context(|| format!("{COMMIT} in {} names {key}, which is missing", dir.location()))?;
+            let trainer = load_checkpoint::<B>(&path, config.optimizer.clone(), device)
+                .with_context(|| format!("cannot resume from {key} in {}", dir.location()))?;
+            tracing::info!("resuming {} after iteration {}", dir.location(), latest.iteration);
+            truncate_metrics(dir, latest.iteration)?;
+            Resumed {
+                trainer,
+                first_iteration: latest.iteration + 1,
+                network: latest.network,
+                curriculum_elo: latest.curriculum_elo,
+            }
+        }
+        None => {
+            B::seed(device, config.run.seed);
+            let net = Net::<B>::new(&config.net_config()?, device);
+            let trainer = Trainer::new(net, config.optimizer.clone())?;
+            let network = publish_net(&trainer.inference_net(), dir)?;
+            Resumed { trainer, first_iteration: 1, network, curriculum_elo: None }
+        }
+    })
+}
+
+/// Saves the iteration's checkpoint and commits the iteration (`latest.json`),
+/// then prunes old checkpoints.
+pub(crate) fn commit<B: CapaAutodiffBackend>(
+    config: &RunConfig,
+    dir: &RunDir,
+    trainer: &Trainer<B>,
+    iteration: u64,
+    network: &str,
+    curriculum_elo: Option<i64>,
+) -> Result<()> {
+    let checkpoint = format!("iter-{iteration:06}.safetensors");
+    dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(trainer, path)?))?;
+    let latest = Latest { iteration, checkpoint, network: network.to_string(), curriculum_elo };
+    dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
+    prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)
+}
+
+/// Saves the network under its hash and points `LATEST` at it.
+pub(crate) fn publish_net<B: CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
+    let staged = std::env::temp_dir().join(format!("capa-net-{}.safetensors", std::process::id()));
+    save_net(net, &staged)?;
+    let bytes = std::fs::read(&staged).with_context(|| format!("cannot read {}", staged.display()));
+    let _ = std::fs::remove_file(&staged);
+    let bytes = bytes?;
+    // The safetensors header's metadata comes in no fixed order: name the
+    // network by its architecture and its weights (what follows the header).
+    let header = bytes.get(..8).map_or(0, |len| u64::from_le_bytes(len.try_into().expect("8 bytes")));
+    let weights = bytes.get(8 + header as usize..).unwrap_or_default();
+    let hash = format!("{:016x}", capa_rules::fnv1a(format!("{:?}", net.config()).as_bytes().iter().chain(weights)));
+    dir.write(&format!("nets/{hash}.safetensors"), &bytes)?;
+    dir.publish_latest(&hash)?;
+    Ok(hash)
+}
+
+fn read_latest(dir: &RunDir) -> Result<Option<Latest>> {
+    let Some(bytes) = dir.read(COMMIT)? else { return Ok(None) };
+    let latest =
+        serde_json::from_slice(&bytes).with_context(|| format!("{COMMIT} in {} is damaged", dir.location()))?;
+    Ok(Some(latest))
+}
+
+/// Keeps the latest checkpoint and the newest `keep` whose iteration is a multiple of `every`.
+fn prune_checkpoints(dir: &RunDir, latest: u64, every: u64, keep: usize) -> Result<()> {
+    let mut numbered: Vec<(u64, String)> = Vec::new();
+    for entry in dir.list("checkpoints")? {
+        let iteration = file_name(&entry.key).strip_prefix("iter-").and_then(|n| n.strip_suffix(".safetensors"));
+        if let Some(iteration) = iteration.and_then(|n| n.parse::<u64>().ok()) {
+            numbered.push((iteration, entry.key));
+        }
+    }
+    numbered.sort();
+    let kept: Vec<u64> = numbered.iter().map(|(i, _)| *i).filter(|i| i % every == 0).rev().take(keep).collect();
+    for (iteration, key) in numbered {
+        if iteration != latest && !kept.contains(&iteration) {
+            dir.remove(&key)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,218 @@
+//! The self-play loop: self-play -> replay buffer -> training -> network
+//! and checkpoint -> metrics, iteration after iteration, resumable.
+//!
+//! An iteration counts once its commit point names it ([`crate::commit`]);
+//! everything it wrote before is either read again (games) or overwritten
+//! (a checkpoint file) when a killed run resumes. Random choices derive
+//! from the seed and the iteration, so a resumed run continues as it would
+//! have.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::Result;
+use capa_data::to_pgn;
+use capa_mcts::mix;
+use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer};
+
+use crate::Finish;
+use crate::buffer::ReplayBuffer;
+use crate::commit::{Resumed, commit, publish_net, start_trainer};
+use crate::config::RunConfig;
+use crate::curriculum::Curriculum;
+use crate::evaluate::evaluate_if_due;
+use crate::games::{file_name, game_file_iteration, game_file_name, list_games, read_game, window_games};
+use crate::metrics::{METRICS, Metrics, new_positions, warnings};
+use crate::progress::progress;
+use crate::rundir::{Entry, RunDir};
+use crate::selfplay::{SelfPlaySettings, SelfPlayStats, play};
+use crate::steps::train;
+
+/// Runs the self-play loop until `run.iterations` or `stop`.
+///
+/// # Errors
+/// Anything that stops the run: an unreadable checkpoint, a failing
+/// device, engine or disk.
+pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    stop: &AtomicBool,
+    device: &B::Device,
+) -> Result<Finish> {
+    let Resumed { mut trainer, first_iteration, mut network, curriculum_elo: resumed_elo } =
+        start_trainer::<B>(config, dir, device)?;
+    let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
+    let settings = SelfPlaySettings::new(&config.selfplay, &config.game);
+    // Workers play their own games: the curriculum is the trainer's.
+    let mut curriculum =
+        if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, resumed_elo)? } else { None };
+    let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
+    for iteration in first_iteration..=last {
+        let started = Instant::now();
+        // Self-play with the newest network, or the workers' games.
+        let played = if config.selfplay.local {
+            let games = Games { dir, settings: &settings, buffer: &mut buffer, curriculum: curriculum.as_mut() };
+            play_locally(config, games, &trainer, device, iteration, &network, stop)?
+        } else {
+            collect_worker_games(config, dir, &mut buffer, &mut seen, stop)?
+        };
+        let Some(stats) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
+            return Ok(Finish::Interrupted);
+        };
+        let new_positions = new_positions(config, &stats);
+        let curriculum_report = curriculum.as_mut().map(Curriculum::end_iteration).transpose()?;
+        let selfplay_seconds = started.elapsed().as_secs_f64();
+
+        // Training.
+        let trained = Instant::now();
+        let Some(report) = train(config, &mut trainer, &buffer, config.train.steps, iteration, device, stop)? else {
+            return Ok(Finish::Interrupted);
+        };
+        let train_seconds = trained.elapsed().as_secs_f64();
+
+        // The new network and the checkpoint; latest.json commits the iteration.
+        let saved = Instant::now();
+        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference_net(), dir)?);
+        let checkpoint_seconds = saved.elapsed().as_secs_f64();
+        // Before the commit, so that a run killed here redoes the
+        // iteration and its line in metrics.jsonl is never missing.
+        let evaluation = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
+        let saved = Instant::now();
+        commit(config, dir, &trainer, iteration, &network, curriculum.as_ref().map(Curriculum::elo))?;
+        let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
+
+        let metrics = Metrics::new(
+            iteration,
+            &stats,
+            &buffer,
+            &report,
+            config,
+            [selfplay_seconds, train_seconds, checkpoint_seconds],
+            &network,
+            evaluation,
+            curriculum_report,
+        );
+        dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
+        eprintln!("{}", metrics.summary());
+        for warning in warnings(config, new_positions) {
+            tracing::warn!("{warning}");
+        }
+    }
+    Ok(Finish::Completed)
+}
+
+/// Where the trainer's own games go, and how they are played.
+struct Games<'a, G: NetGame> {
+    dir: &'a RunDir,
+    settings: &'a SelfPlaySettings,
+    buffer: &'a mut ReplayBuffer<G>,
+    curriculum: Option<&'a mut Curriculum>,
+}
+
+/// One iteration's self-play with the trainer's network, each game written
+/// and added to the buffer as it ends. `None` when stopped.
+fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
+    config: &RunConfig,
+    games: Games<'_, G>,
+    trainer: &Trainer<B>,
+    device: &B::Device,
+    iteration: u64,
+    network: &str,
+    stop: &AtomicBool,
+) -> Result<Option<SelfPlayStats>> {
+    let Games { dir, settings, buffer, curriculum } = games;
+    let evaluator = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
+    let (started, mut plies) = (Instant::now(), 0usize);
+    let mut pgn = String::new();
+    let stats = play::<G, _>(
+        &evaluator,
+        settings,
+        config.selfplay.games,
+        mix(config.run.seed, iteration),
+        network,
+        stop,
+        curriculum,
+        |index, record| {
+            dir.write(&format!("games/{network}/{}", game_file_name(iteration, index)), &record.to_bytes())?;
+            plies += record.plies.len();
+            bar.set_message(format!("{:.1} plies/s", plies as f64 / started.elapsed().as_secs_f64()));
+            pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{iteration}.{}", index + 1)));
+            buffer.push(record);
+            bar.inc(1);
+            Ok(())
+        },
+    )?;
+    bar.finish_and_clear();
+    dir.write(&format!("pgn/iter-{iteration:06}.pgn"), pgn.as_bytes())?;
+    Ok((!stop.load(Ordering::Relaxed)).then_some(stats))
+}
+
+/// The newest games of the run, enough to fill the window, into a buffer,
+/// and the set of every game file seen. The trainer's own games of an
+/// iteration that never completed are removed: it is played again.
+fn rebuild_buffer<G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    first_iteration: u64,
+) -> Result<(ReplayBuffer<G>, HashSet<String>)> {
+    let mut files = Vec::new();
+    for file in list_games(dir)? {
+        match game_file_iteration(file_name(&file.key)) {
+            Some(iteration) if iteration >= first_iteration => dir.remove(&file.key)?,
+            _ => files.push(file),
+        }
+    }
+    let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, config.train.value_target());
+    for record in window_games::<G>(config, dir, &files)? {
+        buffer.push(record);
+    }
+    if buffer.games() > 0 {
+        tracing::info!("replay buffer: {} positions from {} games in the run", buffer.positions(), buffer.games());
+    }
+    Ok((buffer, files.into_iter().map(|file| file.key).collect()))
+}
+
+/// Without local self-play: waits until workers have written
+/// `selfplay.games` games the trainer has not seen, and adds every new one
+/// to the buffer. `None` when stopped while waiting.
+fn collect_worker_games<G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    buffer: &mut ReplayBuffer<G>,
+    seen: &mut HashSet<String>,
+    stop: &AtomicBool,
+) -> Result<Option<SelfPlayStats>> {
+    let started = Instant::now();
+    let mut announced = false;
+    let fresh = loop {
+        let fresh: Vec<Entry> = list_games(dir)?.into_iter().filter(|file| !seen.contains(&file.key)).collect();
+        if fresh.len() >= config.selfplay.games as usize {
+            break fresh;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        if !announced {
+            tracing::info!(
+                "waiting for self-play workers: {} of {} new games in {}",
+                fresh.len(),
+                config.selfplay.games,
+                dir.location()
+            );
+            announced = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    let mut stats = SelfPlayStats::default();
+    for file in fresh {
+        if let Some(record) = read_game::<G>(dir, &file.key)? {
+            stats.count(&record);
+            buffer.push(record);
+        }
+        seen.insert(file.key);
+    }
+    stats.seconds = started.elapsed().as_secs_f64();
+    Ok(Some(stats))
+}
