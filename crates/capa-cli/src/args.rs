@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use capa_net::{BackendKind, DeviceSpec, GameKind};
-use capa_play::Sprt;
-use capa_play::matches::MoveLimit;
+use capa_play::{MoveLimit, Sprt};
 use clap::ValueEnum;
 
 /// Where a network runs.

@@ -1,10 +1,15 @@
 //! `capa elo`: the arguments, and the lines it prints; the bisection is
-//! capa-play's.
+//! capa-play's, the network a `capa uci` process so that the move limit
+//! means the same for both players.
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
-use capa_play::rating::{self, EloArgs, EloProbe};
+use anyhow::{Context, Result, bail};
+use capa_net::GameKind;
+use capa_play::{Bracket, EloProbe, MatchSettings, MoveLimit, Openings, UciPlayer, rate};
+use capa_rules::Game;
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
 
 use crate::args::{DeviceArgs, LimitArgs, parse_option, seconds};
 
@@ -67,34 +72,66 @@ impl EloCommand {
     /// Runs the bisection, printing every probe and then the estimate.
     ///
     /// # Errors
-    /// As [`rating::rate`].
+    /// An engine without `UCI_Elo`, a bracket outside its range, and
+    /// whatever stops a match.
     pub fn run(self) -> Result<()> {
-        let args = EloArgs {
-            limit: self.limit.limit()?,
-            timeout: seconds(self.timeout)?,
-            device: self.device.spec(),
-            capa: std::env::current_exe().context("cannot find the capa executable to run the network with")?,
-            net: self.net,
-            engine: self.engine,
-            games: self.games,
-            bracket: (self.low, self.high),
+        if self.max_probes == 0 || self.games == 0 {
+            bail!("--max-probes and --games must be at least 1");
+        }
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            bail!("--tolerance must be a positive number of Elo, not {}", self.tolerance);
+        }
+        let (limit, timeout) = (self.limit.limit()?, seconds(self.timeout)?);
+        let capa = std::env::current_exe().context("cannot find the capa executable to run the network with")?;
+        let (network, game) = UciPlayer::network(&capa, &self.net, self.device.spec())?;
+        let setup = |player: UciPlayer| player.with_limit(limit).with_timeout(timeout).with_processes(self.concurrency);
+        let network = setup(network);
+        let engine = setup(UciPlayer::command(&self.engine)?.with_options(self.options.iter().cloned()));
+        match game {
+            GameKind::Capablanca => self.rate::<Capablanca>(network, engine, limit),
+            GameKind::Chess => self.rate::<Chess>(network, engine, limit),
+        }
+    }
+
+    fn rate<G: Game>(&self, mut network: UciPlayer, mut engine: UciPlayer, limit: MoveLimit) -> Result<()> {
+        network.start::<G>()?;
+        engine.start::<G>()?;
+        let (min, max) = engine.limit_strength()?;
+        let low = self.low.unwrap_or(min as f64);
+        let high = self.high.unwrap_or(max as f64);
+        if !(min as f64 <= low && low < high && high <= max as f64) {
+            bail!("the bracket {low} to {high} must lie within {}'s UCI_Elo range, {min} to {max}", self.engine);
+        }
+        let bracket = Bracket {
+            low: low as i64,
+            high: high as i64,
             tolerance: self.tolerance,
             max_probes: self.max_probes,
-            engine_options: self.options,
-            random_plies: self.random_plies,
-            seed: self.seed,
-            concurrency: self.concurrency,
+            anchor: None,
         };
-        let bisection = rating::rate(&args, &print_probe)?;
+        let settings = |probe: u32| MatchSettings::<G> {
+            games: self.games,
+            openings: Openings::Random { plies: self.random_plies, seed: self.seed + u64::from(probe) },
+            ply_cap: 0,
+            concurrency: self.concurrency,
+            clock: match limit {
+                MoveLimit::Clock { base, increment } => Some((base, increment)),
+                _ => None,
+            },
+            seed: self.seed + u64::from(probe),
+            sprt: None,
+            pgn: None,
+        };
+        let bisection = rate::<G>(&mut network, &mut engine, &bracket, settings, &mut |_, _| {}, &mut print_probe)?;
         let probes = bisection.probes().len();
-        if probes as u32 == args.max_probes && bisection.next_probe().is_some() {
+        if probes as u32 == self.max_probes && bisection.next_probe().is_some() {
             eprintln!("stopping after --max-probes {probes} probes");
         }
         let estimate = bisection.estimate().context("no probe was played")?;
         println!(
             "Elo {estimate} on {}'s UCI_Elo scale, from {probes} probes of {} games",
-            args.engine,
-            args.games.div_ceil(2) * 2
+            self.engine,
+            self.games.div_ceil(2) * 2
         );
         Ok(())
     }
@@ -106,14 +143,14 @@ fn print_probe(probe: EloProbe) {
     // A probe without a point (or without a lost point) bounds the
     // strength on one side only.
     let estimate = if score.wins + score.draws == 0 {
-        format!("far below {uci_elo:.0}")
+        format!("far below {uci_elo}")
     } else if score.losses + score.draws == 0 {
-        format!("far above {uci_elo:.0}")
+        format!("far above {uci_elo}")
     } else {
-        format!("{:.0}", uci_elo + capa_play::elo_difference(score.fraction()))
+        format!("{:.0}", uci_elo as f64 + capa_play::elo_difference(score.fraction()))
     };
     println!(
-        "probe {number}: UCI_Elo {uci_elo:.0}: +{} ={} -{}, score {:.1}%, estimate {estimate}",
+        "probe {number}: UCI_Elo {uci_elo}: +{} ={} -{}, score {:.1}%, estimate {estimate}",
         score.wins,
         score.draws,
         score.losses,

@@ -413,12 +413,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         ConvertEvent::Skipped(path, game, reason) => {
             if args.verbose || shown < SHOWN_SKIPS {
                 bar.suspend(|| {
-                    tracing::warn!(
-                        "{}: game {} (line {}): skipped: {reason}",
-                        path.display(),
-                        game.number,
-                        game.line
-                    )
+                    tracing::warn!("{}: game {} (line {}): skipped: {reason}", path.display(), game.number, game.line)
                 });
                 shown += 1;
             }

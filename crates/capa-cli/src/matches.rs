@@ -1,12 +1,16 @@
-//! `capa match`: the arguments, and the lines it prints; the match itself
-//! is capa-play's.
+//! `capa match`: the arguments, and the lines it prints; the match is
+//! capa-play's, every player a UCI process.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use capa_play::matches::{self, MatchArgs, MatchEvent};
-use capa_play::{Sprt, SprtVerdict};
+use anyhow::{Context, Result, bail};
+use capa_data::read_openings;
+use capa_net::GameKind;
+use capa_play::{GameEnd, MatchSettings, MoveLimit, Openings, Sprt, SprtVerdict, UciPlayer, play_match};
+use capa_rules::Game;
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
 
 use crate::args::{DeviceArgs, LimitArgs, Variant, parse_option, parse_sprt, seconds};
 
@@ -74,27 +78,79 @@ impl MatchCommand {
     /// Plays the match and prints its result.
     ///
     /// # Errors
-    /// As [`matches::play`].
+    /// Bad arguments, an unreadable openings file, a player that cannot be
+    /// started or set up, an unwritable PGN.
     pub fn run(self) -> Result<()> {
-        let args = MatchArgs {
-            limit: self.limit.limit()?,
-            timeout: seconds(self.timeout)?,
-            device: self.device.spec(),
-            capa: std::env::current_exe().context("cannot find the capa executable to run networks with")?,
-            players: [self.a, self.b],
-            options: [self.option_a, self.option_b],
-            variant: self.variant.map(Variant::kind),
-            games: self.games,
-            openings: self.openings,
-            random_plies: self.random_plies,
-            seed: self.seed,
-            concurrency: self.concurrency,
-            pgn: self.pgn,
-            sprt: self.sprt,
-            ply_cap: self.ply_cap,
+        if self.games == 0 {
+            bail!("--games must be at least 1");
+        }
+        if self.concurrency == 0 {
+            bail!("--concurrency must be at least 1");
+        }
+        let (limit, timeout) = (self.limit.limit()?, seconds(self.timeout)?);
+        let capa = std::env::current_exe().context("cannot find the capa executable to run networks with")?;
+        let mut players = Vec::new();
+        let mut games = Vec::new();
+        for (which, spec, options) in [("A", &self.a, &self.option_a), ("B", &self.b, &self.option_b)] {
+            let (player, game) = UciPlayer::from_spec(spec, &capa, self.device.spec())
+                .with_context(|| format!("player {which}: {spec}"))?;
+            players.push(
+                player
+                    .with_options(options.iter().cloned())
+                    .with_limit(limit)
+                    .with_timeout(timeout)
+                    .with_processes(self.concurrency),
+            );
+            games.extend(game);
+        }
+        let game = match (games.as_slice(), self.variant.map(Variant::kind)) {
+            ([], None) => bail!("neither player is a network: say which game with --variant"),
+            ([], Some(variant)) => variant,
+            ([first, rest @ ..], variant) => {
+                if let Some(other) = rest.iter().chain(variant.as_ref()).find(|g| *g != first) {
+                    bail!("the players play different games: {} and {}", first.name(), other.name());
+                }
+                *first
+            }
         };
+        let [a, b] = <[UciPlayer; 2]>::try_from(players).map_err(|_| anyhow::anyhow!("two players"))?;
+        match game {
+            GameKind::Capablanca => self.play::<Capablanca>(a, b, limit),
+            GameKind::Chess => self.play::<Chess>(a, b, limit),
+        }
+    }
+
+    fn play<G: Game>(&self, mut a: UciPlayer, mut b: UciPlayer, limit: MoveLimit) -> Result<()> {
+        a.start::<G>()?;
+        b.start::<G>()?;
+        let openings = match &self.openings {
+            Some(path) => Openings::List(read_openings::<G>(path)?),
+            None => Openings::Random { plies: self.random_plies, seed: self.seed },
+        };
+        let settings = MatchSettings {
+            games: self.games,
+            openings,
+            ply_cap: self.ply_cap,
+            concurrency: self.concurrency,
+            clock: match limit {
+                MoveLimit::Clock { base, increment } => Some((base, increment)),
+                _ => None,
+            },
+            seed: self.seed,
+            sprt: self.sprt,
+            pgn: self.pgn.clone(),
+        };
+        let labels = [a.name().to_string(), b.name().to_string()];
+        eprintln!(
+            "{} vs {}: {} games of {}, {} at a time, {limit:?} per move",
+            labels[0],
+            labels[1],
+            self.games.div_ceil(2) * 2,
+            G::NAME,
+            self.concurrency
+        );
         let started = Instant::now();
-        let (score, labels) = matches::play(&args, &|event| print_event(&args, &event))?;
+        let score = play_match::<G>(&mut a, &mut b, &settings, &mut print_game)?;
         let (elo, low, high) = score.elo();
         println!(
             "{} vs {}: +{} ={} -{} of {} games, score {:.1}%, Elo {elo:+.0} (95%: {low:+.0} to {high:+.0}), {:.0} s",
@@ -107,7 +163,7 @@ impl MatchCommand {
             100.0 * score.fraction(),
             started.elapsed().as_secs_f64()
         );
-        if let Some(sprt) = &args.sprt {
+        if let Some(sprt) = &self.sprt {
             let (lower, upper) = sprt.bounds();
             let verdict = match sprt.verdict(&score) {
                 Some(SprtVerdict::AcceptH1) => "H1 accepted",
@@ -127,23 +183,16 @@ impl MatchCommand {
     }
 }
 
-/// A match's progress on stderr: its set-up, then a line per game.
-fn print_event(args: &MatchArgs, event: &MatchEvent) {
-    match event {
-        MatchEvent::Started { labels, games, variant } => eprintln!(
-            "{} vs {}: {games} games of {variant}, {} at a time, {:?} per move",
-            labels[0], labels[1], args.concurrency, args.limit
-        ),
-        MatchEvent::Game { number, white, result, termination, plies, score } => {
-            let (elo, low, high) = score.elo();
-            eprintln!(
-                "game {number} ({white} white): {result} by {termination} in {plies} plies | +{} ={} -{} {:.1}% \
-                 Elo {elo:+.0} ({low:+.0} to {high:+.0})",
-                score.wins,
-                score.draws,
-                score.losses,
-                100.0 * score.fraction()
-            );
-        }
-    }
+/// A game's line on stderr.
+fn print_game(end: &GameEnd) {
+    let GameEnd { number, white, result, termination, plies, score } = end;
+    let (elo, low, high) = score.elo();
+    eprintln!(
+        "game {number} ({white} white): {result} by {termination} in {plies} plies | +{} ={} -{} {:.1}% \
+         Elo {elo:+.0} ({low:+.0} to {high:+.0})",
+        score.wins,
+        score.draws,
+        score.losses,
+        100.0 * score.fraction()
+    );
 }

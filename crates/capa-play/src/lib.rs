@@ -1,26 +1,26 @@
 //! Games between players, and what they say about strength.
 //!
-//! - [`arena`]: a network searched in-process plays another network or a
-//!   UCI engine, every game at once so the network's batches stay full
-//!   (the trainer's `[eval]` and its curriculum).
-//! - [`EnginePlayer`]: a UCI engine at a set strength (`UCI_Elo`).
-//! - [`matches::play`]: a match between two UCI processes, a network
-//!   running as `capa uci` or any engine, several games at a time, with a
-//!   PGN and an optional SPRT (`capa match`).
-//! - [`rating::rate`]: a network's Elo on an engine's `UCI_Elo` scale by
-//!   bisection (`capa elo`).
-//! - [`MatchScore`], [`Sprt`] and [`Bisection`]: the maths. Every Elo
-//!   bisection, in-process or over processes, is driven by
-//!   [`Bisection::drive`].
+//! - [`Player`]: one side of a match, answering every game where it is to
+//!   move at once. [`SearchPlayer`] is a network searched in-process;
+//!   [`UciPlayer`] is any UCI engine, or a network run as `capa uci`, at a
+//!   set strength if asked (`UCI_Elo`).
+//! - [`play_match`]: the one match runner: games in pairs, several in
+//!   flight, forfeits, clocks, PGN, an optional SPRT. `capa match`,
+//!   `capa elo` and the trainer's `[eval]` play through it; its
+//!   curriculum's engine is a [`UciPlayer`].
+//! - [`rate`]: Elo on an engine's `UCI_Elo` scale, by a [`Bisection`] of
+//!   matches; [`MatchScore`], [`Sprt`] and [`Bisection`] are the maths.
 
 #![deny(missing_docs)]
 
-mod arena;
 mod elo;
-mod engine;
-pub mod matches;
-pub mod rating;
+mod matches;
+mod player;
+mod rating;
+mod uci_player;
 
-pub use arena::{ArenaSettings, NetworkPlayer, Player, arena};
 pub use elo::{Bisection, EloEstimate, EstimateKind, MatchScore, Sprt, SprtVerdict, elo_difference, expected_score};
-pub use engine::EnginePlayer;
+pub use matches::{GameEnd, MatchSettings, Openings, play_match};
+pub use player::{Answer, Clock, Player, SearchPlayer, Turn};
+pub use rating::{Bracket, EloProbe, rate};
+pub use uci_player::{MoveLimit, UciPlayer};

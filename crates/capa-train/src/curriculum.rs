@@ -7,9 +7,10 @@
 //! replays and its result still teaches the value head. The engine answers
 //! from the search driver's thread, one position at a time.
 
+use anyhow::Context;
 use anyhow::Result;
 use capa_data::{PlyRecord, SearchValues};
-use capa_play::{EnginePlayer, MatchScore};
+use capa_play::{MatchScore, UciPlayer};
 use capa_rules::{Color, Game, GameResult, History};
 use serde::Serialize;
 
@@ -17,7 +18,7 @@ use crate::config::CurriculumSection;
 
 /// The engine, its current strength, and this iteration's results.
 pub struct Curriculum {
-    engine: EnginePlayer,
+    engine: UciPlayer,
     step: i64,
     /// Share of games played against the engine.
     pub fraction: f32,
@@ -49,14 +50,15 @@ impl Curriculum {
         if section.engine.trim().is_empty() || section.fraction == 0.0 {
             return Ok(None);
         }
-        let mut engine = EnginePlayer::start::<G>("[curriculum]", &section.engine, section.nodes)?;
+        let mut engine = UciPlayer::strength_limited::<G>(&section.engine, section.nodes)
+            .with_context(|| format!("[curriculum] engine `{}`", section.engine.trim()))?;
         engine.set_elo(elo.unwrap_or(section.elo))?;
         Ok(Some(Curriculum { engine, step: section.step, fraction: section.fraction, score: MatchScore::default() }))
     }
 
     /// The engine's current `UCI_Elo`.
     pub fn elo(&self) -> i64 {
-        self.engine.elo()
+        self.engine.elo().expect("a strength-limited engine has a UCI_Elo")
     }
 
     /// The engine's move at the end of `history`, and the record of that
@@ -93,7 +95,7 @@ impl Curriculum {
     /// An engine that no longer takes options.
     pub fn end_iteration(&mut self) -> Result<CurriculumReport> {
         let score = std::mem::take(&mut self.score);
-        let played = self.engine.elo();
+        let played = self.engine.elo().expect("a strength-limited engine has a UCI_Elo");
         if score.games() > 0 {
             let s = score.fraction();
             if s > 0.6 {
@@ -107,7 +109,7 @@ impl Curriculum {
             wins: score.wins,
             draws: score.draws,
             losses: score.losses,
-            next_elo: self.engine.elo(),
+            next_elo: self.engine.elo().expect("a strength-limited engine has a UCI_Elo"),
         })
     }
 }

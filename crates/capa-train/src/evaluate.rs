@@ -1,5 +1,5 @@
 //! `[eval]`: every `eval.every` iterations (epochs in distillation), the
-//! trainer's network plays in the arena, against the network it replaces
+//! trainer's network plays a match (capa-play), against the network it replaces
 //! or against a UCI engine of set strength. Against the engine, its Elo on
 //! the engine's `UCI_Elo` scale comes from a bisection over that scale
 //! (the authoritative figure) or from one match at a fixed anchor (the
@@ -10,7 +10,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use capa_mcts::{SearchParams, mix};
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer, load_net};
-use capa_play::{ArenaSettings, Bisection, EloEstimate, EnginePlayer, EstimateKind, MatchScore, NetworkPlayer, arena};
+use capa_play::{
+    Bracket, EloEstimate, EstimateKind, MatchScore, MatchSettings, Openings, SearchPlayer, UciPlayer, play_match, rate,
+};
 use capa_rules::Game;
 use serde::Serialize;
 
@@ -121,8 +123,14 @@ pub(crate) fn check_engine<G: Game>(section: &EvalSection) -> Result<()> {
     if section.every == 0 || section.engine.trim().is_empty() {
         return Ok(());
     }
-    let engine = EnginePlayer::start::<G>("[eval]", &section.engine, section.nodes)?;
-    engine_levels(section, engine.range()).map(drop)
+    let engine = eval_engine::<G>(section)?;
+    engine_levels(section, engine.elo_range().expect("limited")).map(drop)
+}
+
+/// `[eval]`'s engine, started for `G` with its strength limited.
+fn eval_engine<G: Game>(section: &EvalSection) -> Result<UciPlayer> {
+    UciPlayer::strength_limited::<G>(&section.engine, section.nodes)
+        .with_context(|| format!("[eval] engine `{}`", section.engine.trim()))
 }
 
 /// [`evaluate`] when `iteration` is one of every `eval.every`; `None` otherwise.
@@ -158,12 +166,26 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
     let section = &config.eval;
     let current = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
     let params = SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() };
-    let mut network = NetworkPlayer { evaluator: &current, simulations: section.simulations, params: params.clone() };
-    let settings = |probe: u64| ArenaSettings {
+    let searched = |name: &str, evaluator| SearchPlayer {
+        name: name.to_string(),
+        evaluator,
+        simulations: section.simulations,
+        params: params.clone(),
+    };
+    let mut network = searched("new", &current);
+    // Every game at once, so the network's batches stay full.
+    let settings = |probe: u32| MatchSettings::<G> {
         games: section.games,
-        random_plies: section.random_plies,
+        openings: Openings::Random {
+            plies: section.random_plies,
+            seed: mix(config.run.seed ^ 0x6576_616c, iteration.wrapping_mul(64) + u64::from(probe)),
+        },
         ply_cap: config.game.ply_cap,
-        seed: mix(config.run.seed ^ 0x6576_616c, iteration.wrapping_mul(64) + probe),
+        concurrency: section.games as usize,
+        clock: None,
+        seed: mix(config.run.seed ^ 0x0061_7265_6e61, iteration.wrapping_mul(64) + u64::from(probe)),
+        sprt: None,
+        pgn: None,
     };
     let pairs = u64::from(section.games.div_ceil(2) * 2);
     if section.engine.trim().is_empty() {
@@ -172,10 +194,9 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         let opponent =
             load_net::<B::InnerBackend>(&path, device).with_context(|| format!("[eval]: cannot load {key}"))?;
         let opponent = NetEvaluator::<G>::from_net(opponent, device.clone())?;
-        let mut opponent =
-            NetworkPlayer { evaluator: &opponent, simulations: section.simulations, params: params.clone() };
+        let mut opponent = searched(previous, &opponent);
         let bar = progress(pairs, &format!("iteration {iteration} eval"));
-        let score = arena::<G>(&mut network, &mut opponent, &settings(0), |_| bar.inc(1))?;
+        let score = play_match::<G>(&mut network, &mut opponent, &settings(0), &mut |_| bar.inc(1))?;
         bar.finish_and_clear();
         let (elo, elo_low, elo_high) = score.elo();
         return Ok(Evaluation {
@@ -188,18 +209,33 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
             seconds: started.elapsed().as_secs_f64(),
         });
     }
-    let mut engine = EnginePlayer::start::<G>("[eval]", &section.engine, section.nodes)?;
-    let (low, high) = engine_levels(section, engine.range())?;
+    let mut engine = eval_engine::<G>(section)?;
+    let (low, high) = engine_levels(section, engine.elo_range().expect("limited"))?;
     // The anchor's one probe is recorded in a bisection too, for its estimate.
-    let mut bisection = Bisection::new(low as f64, high as f64, section.tolerance as f64);
-    let anchor = (section.method == EvalMethod::Anchor).then_some(low as f64);
-    bisection.drive(section.max_probes, anchor, |level, probe| {
-        let level = engine.set_elo(level as i64)?;
-        let bar = progress(pairs, &format!("iteration {iteration} eval at UCI_Elo {level}"));
-        let score = arena::<G>(&mut network, &mut engine, &settings(u64::from(probe)), |_| bar.inc(1))?;
-        bar.finish_and_clear();
-        Ok::<_, anyhow::Error>((level as f64, score))
-    })?;
+    let bracket = Bracket {
+        low,
+        high,
+        tolerance: section.tolerance as f64,
+        max_probes: section.max_probes,
+        anchor: (section.method == EvalMethod::Anchor).then_some(low),
+    };
+    let mut bar = None;
+    let bisection = rate::<G>(
+        &mut network,
+        &mut engine,
+        &bracket,
+        settings,
+        &mut |level, end| {
+            bar.get_or_insert_with(|| progress(pairs, &format!("iteration {iteration} eval at UCI_Elo {level}")))
+                .inc(1);
+            if u64::from(end.score.games()) == pairs
+                && let Some(bar) = bar.take()
+            {
+                bar.finish_and_clear();
+            }
+        },
+        &mut |_| {},
+    )?;
     let estimate = bisection.estimate().context("[eval] played no probe")?;
     Ok(Evaluation {
         opponent: section.engine.trim().to_string(),

@@ -6,7 +6,7 @@
 //!   the loops, iteration by iteration;
 //! - `selfplay.rs` and `curriculum.rs`: games played by the network;
 //!   `buffer.rs`: the replay buffer; `steps.rs`: training steps and mean
-//!   losses; `evaluate.rs`: `[eval]` in capa-play's arena;
+//!   losses; `evaluate.rs`: `[eval]`, matches through capa-play;
 //! - `commit.rs`: networks, checkpoints, the commit point and resume;
 //!   `games.rs`: the run's game files; `metrics.rs`: `metrics.jsonl`;
 //!   `rundir.rs`: a local folder or an object store;
