@@ -247,7 +247,9 @@ impl<G: Game> Player<G> for UciPlayer {
     }
 
     fn new_game(&mut self, slot: usize) {
-        // A shared process plays several games at once: nothing to reset.
+        // Slot i's own process is process i; a process shared with other
+        // slots (fewer processes than slots) hears it too, which only
+        // clears its hash table.
         if let Some(Some(engine)) = self.processes.get_mut(slot)
             && let Err(e) = engine.new_game()
         {
