@@ -4,7 +4,9 @@
 //! that reads them back.
 
 use anyhow::{Context, Result};
-use capa_net::{CapaAutodiffBackend, CapaBackend, Net, Trainer, load_checkpoint, save_checkpoint, save_net};
+use capa_net::{
+    CapaAutodiffBackend, CapaBackend, Net, Trainer, load_checkpoint, load_net_into, save_checkpoint, save_net,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::config::RunConfig;
@@ -60,7 +62,12 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
         }
         None => {
             B::seed(device, config.run.seed);
-            let net = Net::<B>::new(&config.net_config()?, device);
+            let mut net = Net::<B>::new(&config.net_config()?, device);
+            if let Some(init) = &config.run.init {
+                net = load_net_into(net, init)
+                    .with_context(|| format!("run.init: the run cannot start from {}", init.display()))?;
+                tracing::info!("the run's first network starts from {}", init.display());
+            }
             let trainer = Trainer::new(net, config.optimizer.clone())?;
             let network = publish_net(&trainer.inference_net(), dir)?;
             Resumed { trainer, first_iteration: 1, network, curriculum_elo: None }
@@ -126,4 +133,59 @@ fn prune_checkpoints(dir: &RunDir, latest: u64, every: u64, keep: usize) -> Resu
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use capa_net::burn::backend::flex::FlexDevice;
+    use capa_net::burn::backend::{Autodiff, Flex};
+    use capa_net::burn::prelude::Backend;
+
+    use super::*;
+
+    type Train = Autodiff<Flex>;
+
+    const NET: &str =
+        "[net]\npreset = \"small\"\nchannels = 16\nblocks = 1\ntransformer_blocks = 1\nheads = 2\ngroups = 2\n";
+
+    fn config(dir: &Path, net: &str, init: &Path) -> RunConfig {
+        let text = format!(
+            "[run]\ndir = {:?}\ninit = {:?}\n[game]\nname = \"chess\"\n{net}",
+            dir.display().to_string(),
+            init.display().to_string()
+        );
+        RunConfig::parse(&text, &[]).unwrap()
+    }
+
+    /// A network file's tensors: what follows the safetensors header.
+    fn weights(path: &Path) -> Vec<u8> {
+        let bytes = std::fs::read(path).unwrap();
+        let header = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        bytes[8 + header..].to_vec()
+    }
+
+    #[test]
+    fn a_run_starts_from_its_init_network_and_refuses_another_architecture() {
+        let base: PathBuf = std::env::temp_dir().join(format!("capa-init-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let init = base.join("init.safetensors");
+        let run = config(&base.join("run"), NET, &init);
+        // Weights the run's own seed would not give.
+        Train::seed(&FlexDevice, run.run.seed + 98);
+        save_net(&Net::<Flex>::new(&run.net_config().unwrap(), &FlexDevice), &init).unwrap();
+
+        let started = start_trainer::<Train>(&run, &RunDir::open(&run.run.dir).unwrap(), &FlexDevice).unwrap();
+        let first = base.join("first.safetensors");
+        save_net(&started.trainer.inference_net(), &first).unwrap();
+        assert_eq!(weights(&first), weights(&init), "the first network is the file's");
+
+        let wider = config(&base.join("wider"), &NET.replace("channels = 16", "channels = 24"), &init);
+        let refused = start_trainer::<Train>(&wider, &RunDir::open(&wider.run.dir).unwrap(), &FlexDevice);
+        let error = format!("{:#}", refused.err().expect("another architecture is refused"));
+        assert!(error.contains("run.init") && error.contains("init.safetensors"), "{error}");
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }

@@ -67,6 +67,11 @@ pub struct RunSection {
     /// `selfplay`: learn from the network's own games; `distill`: from a
     /// teacher's (`[distill]`), an epoch per iteration.
     pub mode: RunMode,
+    /// A network file the run's first network starts from (a distilled
+    /// student, another run's network); its architecture must be `[net]`'s.
+    /// Absent: fresh weights from `seed`. Read once, when the run starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init: Option<PathBuf>,
 }
 
 impl Default for RunSection {
@@ -78,6 +83,7 @@ impl Default for RunSection {
             backend: BackendKind::Cpu,
             device: 0,
             mode: RunMode::SelfPlay,
+            init: None,
         }
     }
 }
