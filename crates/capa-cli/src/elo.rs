@@ -114,10 +114,7 @@ impl EloCommand {
             openings: Openings::Random { plies: self.random_plies, seed: self.seed + u64::from(probe) },
             ply_cap: 0,
             concurrency: self.concurrency,
-            clock: match limit {
-                MoveLimit::Clock { base, increment } => Some((base, increment)),
-                _ => None,
-            },
+            clock: limit.clock(),
             seed: self.seed + u64::from(probe),
             sprt: None,
             pgn: None,

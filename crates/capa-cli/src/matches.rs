@@ -132,10 +132,7 @@ impl MatchCommand {
             openings,
             ply_cap: self.ply_cap,
             concurrency: self.concurrency,
-            clock: match limit {
-                MoveLimit::Clock { base, increment } => Some((base, increment)),
-                _ => None,
-            },
+            clock: limit.clock(),
             seed: self.seed,
             sprt: self.sprt,
             pgn: self.pgn.clone(),

@@ -31,6 +31,16 @@ pub enum MoveLimit {
     },
 }
 
+impl MoveLimit {
+    /// The clock a match keeps, base and increment in ms, for a clock limit.
+    pub fn clock(self) -> Option<(u64, u64)> {
+        match self {
+            MoveLimit::Clock { base, increment } => Some((base, increment)),
+            MoveLimit::Nodes(_) | MoveLimit::MoveTime(_) => None,
+        }
+    }
+}
+
 /// How to start the engine, and how it is set up.
 #[derive(Clone, Debug)]
 struct Launch {

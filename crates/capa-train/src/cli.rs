@@ -90,3 +90,33 @@ pub fn exit_code(error: &anyhow::Error) -> ExitCode {
     eprintln!("error: {error:#}");
     ExitCode::from(2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(line.split_whitespace())
+    }
+
+    #[test]
+    fn the_trainer_and_the_worker_take_their_flags() {
+        let cli = parse("capa-train --config run.toml --set selfplay.games=8 --set run.seed=3").unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.config, Some(PathBuf::from("run.toml")));
+        assert_eq!(cli.run.sets, ["selfplay.games=8", "run.seed=3"]);
+        let cli = parse("capa-train selfplay --config run.toml --worker w1 --games 5").unwrap();
+        let Some(Command::Selfplay(worker)) = cli.command else { panic!("not a worker") };
+        assert_eq!((worker.worker.as_str(), worker.games), ("w1", Some(5)));
+        for refused in [
+            "capa-train",
+            "capa-train --set a.b=1",
+            "capa-train selfplay",
+            "capa-train selfplay --config r.toml --games x",
+            "capa-train --config r.toml selfplay --config r.toml",
+            "capa-train --config r.toml --bogus",
+        ] {
+            assert!(parse(refused).is_err(), "{refused} was accepted");
+        }
+    }
+}
