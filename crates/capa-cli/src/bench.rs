@@ -73,6 +73,18 @@ pub enum BenchCommand {
         /// block) or `typical` (256 channels, 15 blocks, 4 transformer blocks, 8 heads).
         #[arg(long, default_value = "small")]
         size: String,
+        /// Channels, instead of the preset's.
+        #[arg(long)]
+        channels: Option<usize>,
+        /// Residual blocks, instead of the preset's.
+        #[arg(long)]
+        blocks: Option<usize>,
+        /// Transformer blocks, instead of the preset's.
+        #[arg(long)]
+        transformer_blocks: Option<usize>,
+        /// The policy head: `dense` (the presets') or `conv` (see configs/README.md).
+        #[arg(long, value_parser = parse_policy_head)]
+        policy_head: Option<capa_net::PolicyHeadKind>,
         /// The game, which sets the input planes, board and policy width.
         #[arg(long, value_enum, default_value = "capablanca")]
         variant: Variant,
@@ -110,11 +122,26 @@ impl BenchCommand {
                 }
             }
             BenchCommand::Lc0 { files, repeat } => lc0(&files, repeat),
-            BenchCommand::Net { size, variant, device, batch, seconds } => {
+            BenchCommand::Net {
+                size,
+                channels,
+                blocks,
+                transformer_blocks,
+                policy_head,
+                variant,
+                device,
+                batch,
+                seconds,
+            } => {
                 if !(seconds.is_finite() && seconds >= 0.0) {
                     bail!("--seconds must be a non-negative number, not {seconds}");
                 }
-                let config = capa_net::NetConfig::preset(&size, variant.kind()).context("--size")?;
+                let mut config = capa_net::NetConfig::preset(&size, variant.kind()).context("--size")?;
+                config.channels = channels.unwrap_or(config.channels);
+                config.blocks = blocks.unwrap_or(config.blocks);
+                config.transformer_blocks = transformer_blocks.unwrap_or(config.transformer_blocks);
+                config.policy_head = policy_head.unwrap_or(config.policy_head);
+                config.validate()?;
                 let args = NetBench { config, batch: batch as usize, seconds };
                 capa_net::with_backend(device.spec(), &args)??;
                 Ok(())
@@ -431,4 +458,13 @@ fn lc0(files: &[PathBuf], repeat: usize) -> Result<()> {
         whole[1]
     );
     Ok(())
+}
+
+/// `dense` or `conv`.
+fn parse_policy_head(text: &str) -> Result<capa_net::PolicyHeadKind, String> {
+    match text {
+        "dense" => Ok(capa_net::PolicyHeadKind::Dense),
+        "conv" => Ok(capa_net::PolicyHeadKind::Conv),
+        other => Err(format!("`{other}` is no policy head: use dense or conv")),
+    }
 }

@@ -2,11 +2,12 @@
 //! capa-play's, the network a `capa uci` process so that the move limit
 //! means the same for both players.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use capa_net::GameKind;
-use capa_play::{Bracket, EloProbe, MatchSettings, MoveLimit, Openings, UciPlayer, rate};
+use capa_play::{Bracket, EloProbe, Ladder, MatchScore, MatchSettings, MoveLimit, Openings, UciPlayer, place, rate};
 use capa_rules::Game;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -24,6 +25,11 @@ use crate::args::{DeviceArgs, LimitArgs, parse_option, seconds};
 /// strength that makes all probes' results most likely; `Elo at most
 /// HIGH (95%)` when every game was lost (`at least LOW` when every game
 /// was won). The network decides the game.
+///
+/// With --ladder FILE the scale is a calibrated ladder's instead (see
+/// `capa ladder`): each probe plays the untried rung nearest the middle
+/// of the bracket, and the estimate is on the ladder's scale, which
+/// reaches below the engine's weakest UCI_Elo.
 #[derive(clap::Args, Debug)]
 pub struct EloCommand {
     /// The network file.
@@ -32,6 +38,10 @@ pub struct EloCommand {
     /// The engine command; it needs UCI_LimitStrength and UCI_Elo.
     #[arg(long, default_value = "fairy-stockfish")]
     pub engine: String,
+    /// Place the network on this calibrated ladder instead of the
+    /// engine's UCI_Elo scale (configs/ladder-capablanca.toml).
+    #[arg(long, conflicts_with_all = ["engine", "low", "high", "tolerance", "options"])]
+    pub ladder: Option<PathBuf>,
     /// Games per probe (rounded up to an even number).
     #[arg(long, default_value_t = 20)]
     pub games: u32,
@@ -86,10 +96,59 @@ impl EloCommand {
         let (network, game) = UciPlayer::network(&capa, &self.net, self.device.spec())?;
         let setup = |player: UciPlayer| player.with_limit(limit).with_timeout(timeout).with_processes(self.concurrency);
         let network = setup(network);
+        if let Some(path) = &self.ladder {
+            let ladder = Ladder::read(path)?;
+            return match game {
+                GameKind::Capablanca => self.place::<Capablanca>(network, &ladder, limit, timeout),
+                GameKind::Chess => self.place::<Chess>(network, &ladder, limit, timeout),
+            };
+        }
         let engine = setup(UciPlayer::command(&self.engine)?.with_options(self.options.iter().cloned()));
         match game {
             GameKind::Capablanca => self.rate::<Capablanca>(network, engine, limit),
             GameKind::Chess => self.rate::<Chess>(network, engine, limit),
+        }
+    }
+
+    fn place<G: Game>(
+        &self,
+        mut network: UciPlayer,
+        ladder: &Ladder,
+        limit: MoveLimit,
+        timeout: Duration,
+    ) -> Result<()> {
+        network.start::<G>()?;
+        let bisection = place::<G>(
+            &mut network,
+            ladder,
+            self.max_probes,
+            self.concurrency,
+            timeout,
+            |probe| self.settings(probe, limit),
+            &mut |_, _| {},
+            &mut |probe| print_probe(probe.number, &probe.rung, probe.elo, probe.score),
+        )?;
+        let estimate = bisection.estimate().context("no probe was played")?;
+        println!(
+            "Elo {estimate} on the ladder {}, from {} probes of {} games",
+            self.ladder.as_deref().unwrap_or(Path::new("")).display(),
+            bisection.probes().len(),
+            self.games.div_ceil(2) * 2
+        );
+        Ok(())
+    }
+
+    /// Probe `probe`'s match.
+    fn settings<G: Game>(&self, probe: u32, limit: MoveLimit) -> MatchSettings<G> {
+        MatchSettings::<G> {
+            games: self.games,
+            openings: Openings::Random { plies: self.random_plies, seed: self.seed + u64::from(probe) },
+            ply_cap: 0,
+            concurrency: self.concurrency,
+            clock: limit.clock(),
+            seed: self.seed + u64::from(probe),
+            sprt: None,
+            pgn: None,
         }
     }
 
@@ -109,17 +168,9 @@ impl EloCommand {
             max_probes: self.max_probes,
             anchor: None,
         };
-        let settings = |probe: u32| MatchSettings::<G> {
-            games: self.games,
-            openings: Openings::Random { plies: self.random_plies, seed: self.seed + u64::from(probe) },
-            ply_cap: 0,
-            concurrency: self.concurrency,
-            clock: limit.clock(),
-            seed: self.seed + u64::from(probe),
-            sprt: None,
-            pgn: None,
-        };
-        let bisection = rate::<G>(&mut network, &mut engine, &bracket, settings, &mut |_, _| {}, &mut print_probe)?;
+        let settings = |probe: u32| self.settings(probe, limit);
+        let print = &mut |probe: EloProbe| print_probe(probe.number, "UCI_Elo", probe.uci_elo as f64, probe.score);
+        let bisection = rate::<G>(&mut network, &mut engine, &bracket, settings, &mut |_, _| {}, print)?;
         let probes = bisection.probes().len();
         if probes as u32 == self.max_probes && bisection.next_probe().is_some() {
             eprintln!("stopping after --max-probes {probes} probes");
@@ -134,20 +185,20 @@ impl EloCommand {
     }
 }
 
-/// A probe's line: its result, and the Elo it alone implies.
-fn print_probe(probe: EloProbe) {
-    let EloProbe { number, uci_elo, score } = probe;
+/// A probe's line: its opponent (`UCI_Elo` or a rung) and that
+/// opponent's Elo, the result, and the Elo it alone implies.
+fn print_probe(number: u32, opponent: &str, elo: f64, score: MatchScore) {
     // A probe without a point (or without a lost point) bounds the
     // strength on one side only.
     let estimate = if score.wins + score.draws == 0 {
-        format!("far below {uci_elo}")
+        format!("far below {elo}")
     } else if score.losses + score.draws == 0 {
-        format!("far above {uci_elo}")
+        format!("far above {elo}")
     } else {
-        format!("{:.0}", uci_elo as f64 + capa_play::elo_difference(score.fraction()))
+        format!("{:.0}", elo + capa_play::elo_difference(score.fraction()))
     };
     println!(
-        "probe {number}: UCI_Elo {uci_elo}: +{} ={} -{}, score {:.1}%, estimate {estimate}",
+        "probe {number}: {opponent} {elo:.0}: +{} ={} -{}, score {:.1}%, estimate {estimate}",
         score.wins,
         score.draws,
         score.losses,

@@ -9,6 +9,7 @@ mod diagnostics;
 mod distill;
 mod elo;
 mod help_markdown;
+mod ladder;
 mod lc0;
 mod lc0_archive;
 mod matches;
@@ -38,6 +39,7 @@ enum Command {
     Uci(uci::EngineArgs),
     Match(matches::MatchCommand),
     Elo(elo::EloCommand),
+    Ladder(ladder::LadderCommand),
     Play(play::PlayArgs),
     PolicyHealth(diagnostics::PolicyHealthCommand),
     BufferStats(diagnostics::BufferStatsCommand),
@@ -74,6 +76,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Uci(args) => uci::run(&args),
         Command::Match(command) => command.run(),
         Command::Elo(command) => command.run(),
+        Command::Ladder(command) => command.run(),
         Command::Play(args) => play::run(&args),
         Command::PolicyHealth(command) => command.run(),
         Command::BufferStats(command) => command.run(),

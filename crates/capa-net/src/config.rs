@@ -1,8 +1,8 @@
 //! The architecture, as a plain struct that travels with every checkpoint.
 
-use capa_rules::Game;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
+use capa_rules::{Game, PolicyMap};
 use serde::{Deserialize, Serialize};
 
 use crate::NetError;
@@ -56,6 +56,14 @@ impl GameKind {
         }
     }
 
+    /// The game's policy map: the policy head's moves.
+    pub fn policy_map(self) -> &'static PolicyMap {
+        match self {
+            GameKind::Capablanca => Capablanca::policy_map(),
+            GameKind::Chess => Chess::policy_map(),
+        }
+    }
+
     /// The name used in configs and by UCI (`UCI_Variant`).
     pub fn name(self) -> &'static str {
         match self {
@@ -102,6 +110,27 @@ pub struct NetConfig {
     /// Whether the network has the future-move head (used in training only).
     #[serde(default = "default_future_head")]
     pub future_head: bool,
+    /// How the policy and future-move heads turn the tower's output into
+    /// move logits.
+    #[serde(default)]
+    pub policy_head: PolicyHeadKind,
+}
+
+/// The shape of the policy (and future-move) head.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyHeadKind {
+    /// A 1x1 convolution to 32 channels, then a dense layer to every move:
+    /// its cost and size grow with the board squared (on 10x8 it has more
+    /// parameters than a small tower).
+    #[default]
+    Dense,
+    /// A 1x1 convolution (channels to channels), then a 1x1 convolution to
+    /// one plane per kind of move (queen direction and distance, knight
+    /// jump, promotion), each move's logit read at its from-square
+    /// (AlphaZero's and Lc0's convolutional policy): its cost scales with
+    /// the tower.
+    Conv,
 }
 
 fn default_se_ratio() -> usize {
@@ -134,6 +163,7 @@ impl NetConfig {
             heads: 4,
             ffn_multiplier: default_ffn_multiplier(),
             future_head: true,
+            policy_head: PolicyHeadKind::Dense,
         }
     }
 
@@ -166,7 +196,10 @@ impl NetConfig {
         let width = c * self.ffn_multiplier;
         let offsets = (2 * game.ranks() - 1) * (2 * game.files() - 1);
         let transformer = 2 * norm + 4 * linear(c, c) + self.heads * offsets + linear(c, width) + linear(width, c);
-        let policy_head = linear(c, POLICY_CHANNELS) + linear(POLICY_CHANNELS * squares, policy);
+        let policy_head = match self.policy_head {
+            PolicyHeadKind::Dense => linear(c, POLICY_CHANNELS) + linear(POLICY_CHANNELS * squares, policy),
+            PolicyHeadKind::Conv => linear(c, c) + linear(c, game.policy_map().move_planes()),
+        };
         let scalar_head = |channels: usize, outputs: usize| {
             linear(c, channels) + linear(channels * squares, HEAD_HIDDEN) + linear(HEAD_HIDDEN, outputs)
         };

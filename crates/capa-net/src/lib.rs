@@ -33,7 +33,7 @@ use std::path::PathBuf;
 
 pub use backend::{BackendKind, BackendTask, DeviceSpec, with_backend};
 pub use checkpoint::{load_checkpoint, load_net, load_net_into, read_net_config, save_checkpoint, save_net};
-pub use config::{GameKind, NetConfig};
+pub use config::{GameKind, NetConfig, PolicyHeadKind};
 pub use encode::{NetGame, encode_batch};
 pub use evaluator::NetEvaluator;
 pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};

@@ -12,7 +12,7 @@ use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, softplus};
 
-use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, VALUE_CHANNELS};
+use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, PolicyHeadKind, VALUE_CHANNELS};
 use crate::ops::{
     CapaBackend, LAYER_NORM_EPSILON, biased_attention, channel_moments, conv_same, dense, layer_norm, mish,
     scale_shift_mish, swap_last_dims,
@@ -39,6 +39,17 @@ pub struct Conv<B: Backend> {
 impl<B: CapaBackend> Conv<B> {
     fn new(inputs: usize, outputs: usize, kernel: usize, bias: bool, device: &B::Device) -> Self {
         let initializer = Initializer::KaimingUniform { gain: 1.0 / 3f64.sqrt(), fan_out_only: false };
+        Conv::with_initializer(inputs, outputs, kernel, bias, initializer, device)
+    }
+
+    fn with_initializer(
+        inputs: usize,
+        outputs: usize,
+        kernel: usize,
+        bias: bool,
+        initializer: Initializer,
+        device: &B::Device,
+    ) -> Self {
         let (fan_in, fan_out) = (inputs * kernel * kernel, outputs * kernel * kernel);
         Conv {
             weight: initializer.init_with([outputs, inputs, kernel, kernel], Some(fan_in), Some(fan_out), device),
@@ -57,6 +68,12 @@ fn conv3x3<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) ->
 
 fn conv1x1<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
     Conv::new(inputs, outputs, 1, true, device)
+}
+
+/// A 1x1 convolution that is an output layer: it starts as small as
+/// [`output_layer`].
+fn output_conv<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
+    Conv::with_initializer(inputs, outputs, 1, true, Initializer::XavierUniform { gain: OUTPUT_GAIN }, device)
 }
 
 fn output_layer<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Linear<B> {
@@ -257,23 +274,55 @@ pub fn relative_positions<B: Backend>(ranks: usize, files: usize, device: &B::De
     Tensor::from_data(TensorData::new(indices, [squares * squares]), device)
 }
 
-/// 1x1 conv -> Mish -> flatten -> linear (policy and future move).
+/// The policy and future-move head: 1x1 conv -> Mish -> flatten -> linear
+/// ([`PolicyHeadKind::Dense`]), or 1x1 conv -> Mish -> 1x1 conv to move
+/// planes -> each move's logit gathered at its from-square
+/// ([`PolicyHeadKind::Conv`]).
 #[derive(Module, Debug)]
 pub struct PolicyHead<B: Backend> {
     conv: Conv<B>,
-    out: Linear<B>,
+    /// The dense head's layer.
+    out: Option<Linear<B>>,
+    /// The convolutional head's move planes.
+    planes: Option<Conv<B>>,
+    /// Where each move's logit lies in the flattened move planes.
+    #[module(skip)]
+    gather: Vec<i64>,
 }
 
 impl<B: CapaBackend> PolicyHead<B> {
     fn new(config: &NetConfig, device: &B::Device) -> Self {
-        PolicyHead {
-            conv: conv1x1(config.channels, POLICY_CHANNELS, device),
-            out: output_layer(POLICY_CHANNELS * config.game.squares(), config.game.policy_size(), device),
+        let (game, channels) = (config.game, config.channels);
+        match config.policy_head {
+            PolicyHeadKind::Dense => PolicyHead {
+                conv: conv1x1(channels, POLICY_CHANNELS, device),
+                out: Some(output_layer(POLICY_CHANNELS * game.squares(), game.policy_size(), device)),
+                planes: None,
+                gather: Vec::new(),
+            },
+            PolicyHeadKind::Conv => {
+                let map = game.policy_map();
+                PolicyHead {
+                    conv: conv1x1(channels, channels, device),
+                    out: None,
+                    planes: Some(output_conv(channels, map.move_planes(), device)),
+                    gather: map.move_plane_indices().into_iter().map(|i| i as i64).collect(),
+                }
+            }
         }
     }
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
-        dense(&self.out, mish(self.conv.forward(x)).flatten(1, 3))
+        let hidden = mish(self.conv.forward(x));
+        match (&self.out, &self.planes) {
+            (Some(out), _) => dense(out, hidden.flatten(1, 3)),
+            (None, Some(planes)) => {
+                let device = hidden.device();
+                let gather = Tensor::from_data(TensorData::new(self.gather.clone(), [self.gather.len()]), &device);
+                planes.forward(hidden).flatten(1, 3).select(1, gather)
+            }
+            (None, None) => unreachable!("a policy head has a dense layer or move planes"),
+        }
     }
 }
 

@@ -11,7 +11,8 @@ use capa_mcts::{Evaluations, Evaluator, LeafRequest, Limits, SearchParams, Tree}
 use capa_net::burn;
 use capa_net::{
     BackendKind, DeviceSpec, GameKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, OptimizerKind,
-    Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into, save_checkpoint, save_net, with_backend,
+    PolicyHeadKind, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into, save_checkpoint, save_net,
+    with_backend,
 };
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -112,6 +113,8 @@ fn parameter_counts() {
         tiny(GameKind::Chess),
         NetConfig { future_head: false, transformer_blocks: 2, ffn_multiplier: 3, ..tiny(GameKind::Capablanca) },
         NetConfig { transformer_blocks: 0, groups: 2, se_ratio: 8, ..tiny(GameKind::Chess) },
+        NetConfig { policy_head: PolicyHeadKind::Conv, ..tiny(GameKind::Capablanca) },
+        NetConfig { policy_head: PolicyHeadKind::Conv, future_head: false, ..tiny(GameKind::Chess) },
     ];
     for config in configs {
         assert_eq!(Net::<Infer>::new(&config, &FlexDevice).num_params(), config.parameter_count(), "{config:?}");
@@ -120,7 +123,12 @@ fn parameter_counts() {
 
 #[test]
 fn a_fresh_network_is_flat() {
-    let config = NetConfig::small(GameKind::Capablanca);
+    for head in [PolicyHeadKind::Dense, PolicyHeadKind::Conv] {
+        fresh_network_is_flat(NetConfig { policy_head: head, ..NetConfig::small(GameKind::Capablanca) });
+    }
+}
+
+fn fresh_network_is_flat(config: NetConfig) {
     let net = Net::<Infer>::new(&config, &FlexDevice);
     let out = net.forward(planes(&positions::<Capablanca>(8, 1), &FlexDevice), false);
     let policy = values(softmax(out.policy, 1));
@@ -143,7 +151,12 @@ fn train_config() -> TrainConfig {
 
 #[test]
 fn one_step_reduces_the_loss_and_200_overfit_32_positions() {
-    let config = tiny(GameKind::Chess);
+    for head in [PolicyHeadKind::Dense, PolicyHeadKind::Conv] {
+        overfit_32_positions(NetConfig { policy_head: head, ..tiny(GameKind::Chess) });
+    }
+}
+
+fn overfit_32_positions(config: NetConfig) {
     let device = FlexDevice;
     let batch = positions::<Chess>(32, 7);
     let input = planes::<Chess, Train>(&batch, &device);
@@ -166,7 +179,12 @@ fn one_step_reduces_the_loss_and_200_overfit_32_positions() {
 
 #[test]
 fn save_and_load_give_identical_outputs() {
-    let config = tiny(GameKind::Capablanca);
+    for head in [PolicyHeadKind::Dense, PolicyHeadKind::Conv] {
+        save_and_load(NetConfig { policy_head: head, ..tiny(GameKind::Capablanca) });
+    }
+}
+
+fn save_and_load(config: NetConfig) {
     let net = Net::<Infer>::new(&config, &FlexDevice);
     let path = scratch("roundtrip.safetensors");
     save_net(&net, &path).unwrap();

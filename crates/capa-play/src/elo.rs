@@ -275,6 +275,172 @@ fn estimate_strength(probes: &[(f64, MatchScore)]) -> Option<EloEstimate> {
     Some(EloEstimate { elo: grid[best], low, high, kind })
 }
 
+/// A player's Elo from a joint fit, with its 95% interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rating {
+    /// The most likely Elo.
+    pub elo: f64,
+    /// The 95% interval's lower end.
+    pub low: f64,
+    /// The 95% interval's upper end.
+    pub high: f64,
+}
+
+/// The result of a match between players `first` and `second` (indices),
+/// from `first`'s side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pairing {
+    /// The first player.
+    pub first: usize,
+    /// The second.
+    pub second: usize,
+    /// The first player's score.
+    pub score: MatchScore,
+}
+
+/// Why [`fit_ratings`] cannot place every player.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FitError {
+    /// A pairing names a player outside `0..players`, or a player itself.
+    #[error("pairing {index} names player {first} against {second}, but there are {players} players")]
+    BadPairing {
+        /// The pairing's index.
+        index: usize,
+        /// Its first player.
+        first: usize,
+        /// Its second player.
+        second: usize,
+        /// Players in all.
+        players: usize,
+    },
+    /// No chain of played games joins this player to the anchor.
+    #[error("player {0} has played no games connecting it to the anchor")]
+    Unconnected(usize),
+}
+
+/// The Elo of `players` players from the results of matches among them, all
+/// at once: the ratings that make the points scored most likely under the
+/// logistic model (draws count half), with `anchor` held at `anchor_elo`
+/// (Bradley-Terry, as Ordo or BayesElo fit rating lists).
+///
+/// Every pairing also counts one drawn game (a weak prior, as BayesElo's),
+/// so that a clean sweep gives a finite gap rather than none. The 95%
+/// intervals come from the curvature of the likelihood at its best
+/// (Fisher information): they are relative to the anchor, so they widen
+/// with the number of links between a player and it.
+///
+/// # Errors
+/// A pairing outside the players, or a player no games join to the anchor.
+pub fn fit_ratings(
+    players: usize,
+    pairings: &[Pairing],
+    anchor: usize,
+    anchor_elo: f64,
+) -> Result<Vec<Rating>, FitError> {
+    for (index, p) in pairings.iter().enumerate() {
+        if p.first >= players || p.second >= players || p.first == p.second {
+            return Err(FitError::BadPairing { index, first: p.first, second: p.second, players });
+        }
+    }
+    if anchor >= players {
+        return Err(FitError::Unconnected(anchor));
+    }
+    // Games and points of each pairing, the prior's draw included.
+    let games: Vec<(usize, usize, f64, f64)> = pairings
+        .iter()
+        .map(|p| {
+            let n = f64::from(p.score.games());
+            (p.first, p.second, n + 1.0, p.score.fraction() * n + 0.5)
+        })
+        .collect();
+    let mut connected = vec![false; players];
+    connected[anchor] = true;
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &(a, b, ..) in &games {
+            if connected[a] != connected[b] {
+                connected[a] = true;
+                connected[b] = true;
+                grew = true;
+            }
+        }
+    }
+    if let Some(lonely) = connected.iter().position(|c| !c) {
+        return Err(FitError::Unconnected(lonely));
+    }
+    // The free ratings: every player but the anchor, in order.
+    let free: Vec<usize> = (0..players).filter(|&i| i != anchor).collect();
+    let slot = |player: usize| free.iter().position(|&f| f == player);
+    let k = std::f64::consts::LN_10 / 400.0;
+    let mut elo = vec![anchor_elo; players];
+    let mut covariance = Vec::new();
+    for _ in 0..200 {
+        // Gradient and information (minus the Hessian) of the log-likelihood.
+        let mut gradient = vec![0.0; free.len()];
+        let mut information = vec![vec![0.0; free.len()]; free.len()];
+        for &(a, b, n, points) in &games {
+            let p = expected_score(elo[a] - elo[b]);
+            let (g, w) = (k * (points - n * p), k * k * n * p * (1.0 - p));
+            for (player, sign) in [(a, 1.0), (b, -1.0)] {
+                if let Some(i) = slot(player) {
+                    gradient[i] += sign * g;
+                    information[i][i] += w;
+                }
+            }
+            if let (Some(i), Some(j)) = (slot(a), slot(b)) {
+                information[i][j] -= w;
+                information[j][i] -= w;
+            }
+        }
+        covariance = invert(information);
+        let mut largest: f64 = 0.0;
+        for (i, &player) in free.iter().enumerate() {
+            let step: f64 = covariance[i].iter().zip(&gradient).map(|(c, g)| c * g).sum();
+            let step = step.clamp(-400.0, 400.0);
+            elo[player] += step;
+            largest = largest.max(step.abs());
+        }
+        if largest < 1e-7 {
+            break;
+        }
+    }
+    Ok((0..players)
+        .map(|player| {
+            let margin = slot(player).map_or(0.0, |i| 1.96 * covariance[i][i].max(0.0).sqrt());
+            Rating { elo: elo[player], low: elo[player] - margin, high: elo[player] + margin }
+        })
+        .collect())
+}
+
+/// The inverse of a symmetric positive-definite matrix, by Gauss-Jordan
+/// elimination with partial pivoting (the fits here have a few dozen rows).
+fn invert(mut matrix: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
+    let n = matrix.len();
+    let mut inverse: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| f64::from(u8::from(i == j))).collect()).collect();
+    for column in 0..n {
+        let pivot = (column..n).max_by(|&a, &b| matrix[a][column].abs().total_cmp(&matrix[b][column].abs()));
+        let pivot = pivot.expect("a row");
+        matrix.swap(column, pivot);
+        inverse.swap(column, pivot);
+        let scale = matrix[column][column];
+        for j in 0..n {
+            matrix[column][j] /= scale;
+            inverse[column][j] /= scale;
+        }
+        for row in 0..n {
+            let factor = matrix[row][column];
+            if row != column && factor != 0.0 {
+                for j in 0..n {
+                    matrix[row][j] -= factor * matrix[column][j];
+                    inverse[row][j] -= factor * inverse[column][j];
+                }
+            }
+        }
+    }
+    inverse
+}
+
 /// A strength estimated from probes against opponents of known strength.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EloEstimate {
@@ -353,33 +519,43 @@ mod tests {
         assert!(Sprt { beta: f64::NAN, ..sprt }.validate().is_err());
     }
 
-    /// A simulated player of strength `elo` against opponents of set
-    /// strength: each game a win with probability E(elo - opponent) less
-    /// a draw share, seeded.
-    fn simulate(elo: f64, games: u32, seed: u64) -> (f64, f64, f64, usize) {
+    /// Seeded uniform numbers in [0, 1).
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
         let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut uniform = || {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        }
+    }
+
+    /// `games` simulated games of a player `gap` Elo stronger than its
+    /// opponent: each a win with probability E(gap) less a draw share.
+    fn simulated_match(gap: f64, games: u32, uniform: &mut impl FnMut() -> f64) -> MatchScore {
+        let expected = expected_score(gap);
+        let draw = 0.2 * (1.0 - (2.0 * expected - 1.0).abs());
+        let mut score = MatchScore::default();
+        for _ in 0..games {
+            let u = uniform();
+            if u < expected - draw / 2.0 {
+                score.wins += 1;
+            } else if u < expected + draw / 2.0 {
+                score.draws += 1;
+            } else {
+                score.losses += 1;
+            }
+        }
+        score
+    }
+
+    /// A simulated player of strength `elo` placed by bisection against
+    /// opponents of set strength, seeded.
+    fn simulate(elo: f64, games: u32, seed: u64) -> (f64, f64, f64, usize) {
+        let mut uniform = uniform(seed);
         let mut bisection = Bisection::new(1350.0, 2850.0, 50.0);
         while let Some(opponent) = bisection.next_probe() {
-            let expected = expected_score(elo - opponent);
-            let draw = 0.2 * (1.0 - (2.0 * expected - 1.0).abs());
-            let mut score = MatchScore::default();
-            for _ in 0..games {
-                let u = uniform();
-                if u < expected - draw / 2.0 {
-                    score.wins += 1;
-                } else if u < expected + draw / 2.0 {
-                    score.draws += 1;
-                } else {
-                    score.losses += 1;
-                }
-            }
-            bisection.record(opponent, score);
+            bisection.record(opponent, simulated_match(elo - opponent, games, &mut uniform));
         }
         let estimate = bisection.estimate().unwrap();
         (estimate.elo, estimate.low, estimate.high, bisection.probes().len())
@@ -431,5 +607,51 @@ mod tests {
         let estimate = lost.estimate().unwrap();
         assert_eq!(estimate.kind, EstimateKind::AtMost);
         assert!(estimate.to_string().starts_with("at most ") && estimate.high < 1500.0, "{estimate}");
+    }
+
+    #[test]
+    fn a_joint_fit_recovers_simulated_ladders() {
+        // Rungs of known strength, unevenly spaced, anchored on the fifth;
+        // each plays its neighbours (and the one after) 100 games.
+        let truth = [250.0, 520.0, 700.0, 980.0, 1350.0, 1500.0, 1830.0, 2100.0];
+        let anchor = 4;
+        let (mut covered, mut total) = (0, 0);
+        for seed in 1..=10 {
+            let mut uniform = uniform(seed);
+            let mut pairings = Vec::new();
+            for first in 0..truth.len() {
+                for second in [first + 1, first + 2].into_iter().filter(|&s| s < truth.len()) {
+                    let score = simulated_match(truth[first] - truth[second], 100, &mut uniform);
+                    pairings.push(Pairing { first, second, score });
+                }
+            }
+            let ratings = fit_ratings(truth.len(), &pairings, anchor, truth[anchor]).unwrap();
+            assert_eq!(ratings[anchor], Rating { elo: 1350.0, low: 1350.0, high: 1350.0 });
+            for (rating, &elo) in ratings.iter().zip(&truth) {
+                assert!((rating.elo - elo).abs() < 150.0, "seed {seed}: {rating:?} for {elo}");
+                assert!(rating.low < rating.elo && rating.elo < rating.high || elo == 1350.0);
+                covered += usize::from(rating.low <= elo && elo <= rating.high);
+                total += 1;
+            }
+        }
+        // 95% intervals: about 67 of the 70 free rungs' should hold the truth.
+        assert!(covered >= total - 10, "the intervals held the truth {covered} times in {total}");
+    }
+
+    #[test]
+    fn a_joint_fit_matches_the_formula_and_refuses_what_it_cannot_place() {
+        // Two players: the gap is the one-match formula's, with the prior's draw.
+        let score = MatchScore { wins: 30, draws: 10, losses: 10 };
+        let ratings = fit_ratings(2, &[Pairing { first: 1, second: 0, score }], 0, 1000.0).unwrap();
+        let expected = 1000.0 + elo_difference((35.0 + 0.5) / 51.0);
+        assert!((ratings[1].elo - expected).abs() < 1e-6, "{:?} vs {expected}", ratings[1]);
+        // A clean sweep is a finite gap.
+        let sweep = MatchScore { wins: 20, draws: 0, losses: 0 };
+        let ratings = fit_ratings(2, &[Pairing { first: 0, second: 1, score: sweep }], 1, 0.0).unwrap();
+        assert!(ratings[0].elo > 400.0 && ratings[0].elo < 1000.0, "{:?}", ratings[0]);
+        let pairings = [Pairing { first: 0, second: 1, score }];
+        assert_eq!(fit_ratings(3, &pairings, 0, 0.0), Err(FitError::Unconnected(2)));
+        let bad = [Pairing { first: 0, second: 3, score }];
+        assert!(matches!(fit_ratings(3, &bad, 0, 0.0), Err(FitError::BadPairing { index: 0, .. })));
     }
 }

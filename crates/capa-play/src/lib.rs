@@ -10,16 +10,24 @@
 //!   curriculum's engine is a [`UciPlayer`].
 //! - [`rate`]: Elo on an engine's `UCI_Elo` scale, by a [`Bisection`] of
 //!   matches; [`MatchScore`], [`Sprt`] and [`Bisection`] are the maths.
+//! - [`Ladder`]: fixed opponents calibrated on one Elo scale that reaches
+//!   below the engine's weakest level; [`calibrate`] fits it
+//!   ([`fit_ratings`]), [`place`] puts a player on it.
 
 #![deny(missing_docs)]
 
 mod elo;
+mod ladder;
 mod matches;
 mod player;
 mod rating;
 mod uci_player;
 
-pub use elo::{Bisection, EloEstimate, EstimateKind, MatchScore, Sprt, SprtVerdict, elo_difference, expected_score};
+pub use elo::{
+    Bisection, EloEstimate, EstimateKind, FitError, MatchScore, Pairing, Rating, Sprt, SprtVerdict, elo_difference,
+    expected_score, fit_ratings,
+};
+pub use ladder::{Calibration, Ladder, LadderProbe, PairPlayed, Rung, RungMatch, calibrate, place};
 pub use matches::{GameEnd, MatchSettings, Openings, play_match};
 pub use player::{Answer, Clock, Player, SearchPlayer, Turn};
 pub use rating::{Bracket, EloProbe, rate};

@@ -153,6 +153,12 @@ impl UciPlayer {
         }
     }
 
+    /// Names it (in PGN and logs) other than by its command.
+    pub fn with_name(mut self, name: &str) -> UciPlayer {
+        self.name = name.to_string();
+        self
+    }
+
     /// Sets UCI options after every start, in order.
     pub fn with_options(mut self, options: impl IntoIterator<Item = (String, String)>) -> UciPlayer {
         self.launch.options.extend(options);

@@ -153,6 +153,38 @@ impl PolicyMap {
         (index != NONE).then_some(index as usize)
     }
 
+    /// Move planes of a convolutional policy head: one per queen direction
+    /// and distance, one per knight jump, and one per promotion piece and
+    /// file step (AlphaZero's move planes, for this board).
+    pub fn move_planes(&self) -> usize {
+        8 * (self.files.max(self.ranks) - 1) + 8 + 3 * self.promotions.len()
+    }
+
+    /// Where each entry lies in a convolutional head's output, flattened as
+    /// `plane * squares + from`: the plane of its kind of move (see
+    /// [`PolicyMap::move_planes`]) at its from-square. Distinct entries lie
+    /// at distinct places, so a head that gathers these reads each move's
+    /// logit from the square the piece stands on.
+    pub fn move_plane_indices(&self) -> Vec<usize> {
+        let (files, squares) = (self.files as i32, self.files * self.ranks);
+        let distances = self.files.max(self.ranks) - 1;
+        let plane = |e: &PolicyMove| -> usize {
+            let (from, to) = (i32::from(e.from), i32::from(e.to));
+            let (df, dr) = (to % files - from % files, to / files - from / files);
+            if let Some(piece) = e.promotion {
+                let piece = self.promotions.iter().position(|&p| p == piece).expect("listed piece");
+                return 8 * distances + 8 + (df + 1) as usize * self.promotions.len() + piece;
+            }
+            if let Some(jump) = KNIGHT_JUMPS.iter().position(|&j| j == (df, dr)) {
+                return 8 * distances + jump;
+            }
+            let distance = df.abs().max(dr.abs());
+            let direction = QUEEN_DIRECTIONS.iter().position(|&d| d == (df.signum(), dr.signum()));
+            direction.expect("a queen or knight move") * distances + distance as usize - 1
+        };
+        self.entries.iter().map(|e| plane(e) * squares + usize::from(e.from)).collect()
+    }
+
     /// The entry at `index` written as a move (`a1b1`, `a7a8q`).
     pub fn uci(&self, index: usize) -> Option<String> {
         self.entries.get(index).map(|e| e.display(self.files).to_string())
@@ -186,6 +218,31 @@ mod tests {
     fn fingerprint(map: &PolicyMap) -> u64 {
         let text: Vec<String> = (0..map.len()).map(|i| map.uci(i).unwrap()).collect();
         crate::fnv1a(text.join("\n").as_bytes())
+    }
+
+    #[test]
+    fn move_planes_place_every_entry_once() {
+        for (map, planes) in
+            [(PolicyMap::build(8, 8, &['q', 'r', 'b']), 73), (PolicyMap::build(10, 8, &['q', 'r', 'b', 'a', 'c']), 95)]
+        {
+            assert_eq!(map.move_planes(), planes);
+            let indices = map.move_plane_indices();
+            let squares = map.files() * map.ranks();
+            assert!(indices.iter().all(|&i| i < planes * squares));
+            let mut sorted = indices.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), map.len(), "two entries share a place");
+            // a1b1 is one step east (direction 2), a1c2 a knight jump, a7a8q
+            // the promotion planes' straight queen.
+            let at = |uci: &str| indices[(0..map.len()).find(|&i| map.uci(i).unwrap() == uci).unwrap()];
+            let distances = map.files().max(map.ranks()) - 1;
+            assert_eq!(at("a1b1"), 2 * distances * squares);
+            assert_eq!(at("a1c2"), (8 * distances + 1) * squares);
+            let a7 = (map.ranks() - 2) * map.files();
+            let promotions = (map.move_planes() - 8 * distances - 8) / 3;
+            assert_eq!(at("a7a8q"), (8 * distances + 8 + promotions) * squares + a7);
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, TrainConfig};
+use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, PolicyHeadKind, TrainConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::buffer::{Sampling, ValueTarget};
@@ -147,6 +147,9 @@ pub struct NetSection {
     #[allow(missing_docs)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub future_head: Option<bool>,
+    /// `dense` or `conv` (see configs/README.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_head: Option<PolicyHeadKind>,
 }
 
 impl Default for NetSection {
@@ -161,6 +164,7 @@ impl Default for NetSection {
             se_ratio: None,
             ffn_multiplier: None,
             future_head: None,
+            policy_head: None,
         }
     }
 }
@@ -315,6 +319,15 @@ pub struct EvalSection {
     /// (`fairy-stockfish`) to measure the network's Elo against; empty: the
     /// previous network is the opponent.
     pub engine: String,
+    /// A calibrated ladder file (`configs/ladder-capablanca.toml`, see
+    /// `capa ladder`) to place the network on instead: a bisection over its
+    /// rungs, up to `max_probes` matches of `games` games, so that every
+    /// network of the run gets an Elo on one scale that reaches below the
+    /// engine's weakest level. Takes the place of `engine`; `method`,
+    /// `anchor`, `bracket`, `tolerance` and `nodes` do not apply (each
+    /// rung has its own nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<PathBuf>,
     /// The engine's nodes per move (`go nodes`).
     pub nodes: u64,
     /// Against the engine: Elo by bisection over its `UCI_Elo`, or one
@@ -340,6 +353,7 @@ impl Default for EvalSection {
             simulations: 32,
             random_plies: 6,
             engine: String::new(),
+            ladder: None,
             nodes: 10_000,
             method: EvalMethod::Bisection,
             anchor: 1350,
@@ -490,6 +504,9 @@ impl RunConfig {
         if let Some(future) = n.future_head {
             net.future_head = future;
         }
+        if let Some(head) = n.policy_head {
+            net.policy_head = head;
+        }
         net.validate().map_err(|e| anyhow::anyhow!("[net]: {e}"))?;
         Ok(net)
     }
@@ -553,6 +570,11 @@ impl RunConfig {
                 "eval.bracket",
                 self.eval.bracket.is_none_or(|[low, high]| low < high),
                 "must be [low, high] with low below high",
+            ),
+            (
+                "eval.ladder",
+                self.eval.ladder.is_none() || self.eval.engine.trim().is_empty(),
+                "takes the place of eval.engine: set one of them",
             ),
             ("curriculum.fraction", (0.0..=1.0).contains(&self.curriculum.fraction), "must be in [0, 1]"),
             ("curriculum.step", (0..=1000).contains(&self.curriculum.step), "must be 0 to 1000"),

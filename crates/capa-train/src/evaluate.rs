@@ -1,17 +1,20 @@
 //! `[eval]`: every `eval.every` iterations (epochs in distillation), the
-//! trainer's network plays a match (capa-play), against the network it replaces
-//! or against a UCI engine of set strength. Against the engine, its Elo on
-//! the engine's `UCI_Elo` scale comes from a bisection over that scale
-//! (the authoritative figure) or from one match at a fixed anchor (the
-//! quick check).
+//! trainer's network plays a match (capa-play), against the network it replaces,
+//! against a UCI engine of set strength, or against the rungs of a
+//! calibrated ladder. Against the engine, its Elo on the engine's `UCI_Elo`
+//! scale comes from a bisection over that scale (the authoritative figure)
+//! or from one match at a fixed anchor (the quick check); on a ladder, from
+//! a bisection over the rungs, on a scale that reaches below the engine's
+//! weakest level.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_mcts::{SearchParams, mix};
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer, load_net};
 use capa_play::{
-    Bracket, EloEstimate, EstimateKind, MatchScore, MatchSettings, Openings, SearchPlayer, UciPlayer, play_match, rate,
+    Bisection, Bracket, EloEstimate, EstimateKind, Ladder, MatchScore, MatchSettings, Openings, SearchPlayer,
+    UciPlayer, place, play_match, rate,
 };
 use capa_rules::Game;
 use serde::Serialize;
@@ -23,13 +26,14 @@ use crate::rundir::RunDir;
 /// One iteration's evaluation, from the new network's side.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Evaluation {
-    /// The opponent: the previous network's name, or the engine's command.
+    /// The opponent: the previous network's name, the engine's command, or
+    /// the ladder file.
     pub opponent: String,
     /// The matches played: one against a network or at the anchor, one
     /// per probe of a bisection.
     pub probes: Vec<Probe>,
     /// Against a network, the Elo difference; against the engine, the Elo
-    /// on its `UCI_Elo` scale.
+    /// on its `UCI_Elo` scale; on a ladder, the Elo on the ladder's scale.
     pub elo: f64,
     /// The 95% interval's lower end.
     pub elo_low: f64,
@@ -55,9 +59,15 @@ fn kind_name<S: serde::Serializer>(kind: &EstimateKind, serializer: S) -> Result
 /// One match of an evaluation.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Probe {
-    /// The engine's `UCI_Elo`; absent against a network.
+    /// The engine's `UCI_Elo`; absent against a network or a ladder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uci_elo: Option<i64>,
+    /// The ladder rung played; absent against a network or the engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rung: Option<String>,
+    /// The rung's calibrated Elo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rung_elo: Option<f64>,
     /// Games won.
     pub wins: u32,
     /// Games drawn.
@@ -69,8 +79,17 @@ pub(crate) struct Probe {
 }
 
 impl Probe {
-    fn new(uci_elo: Option<i64>, score: MatchScore) -> Probe {
-        Probe { uci_elo, wins: score.wins, draws: score.draws, losses: score.losses, score: score.fraction() }
+    fn new(uci_elo: Option<i64>, rung: Option<(String, f64)>, score: MatchScore) -> Probe {
+        let (rung, rung_elo) = rung.unzip();
+        Probe {
+            uci_elo,
+            rung,
+            rung_elo,
+            wins: score.wins,
+            draws: score.draws,
+            losses: score.losses,
+            score: score.fraction(),
+        }
     }
 }
 
@@ -79,7 +98,7 @@ impl Evaluation {
     pub fn summary(&self) -> String {
         let results = |p: &Probe| format!("+{} ={} -{}", p.wins, p.draws, p.losses);
         match self.probes.as_slice() {
-            [probe] if probe.uci_elo.is_none() => format!(
+            [probe] if probe.uci_elo.is_none() && probe.rung.is_none() => format!(
                 "vs previous {}, Elo {:+.0} ({:+.0} to {:+.0})",
                 results(probe),
                 self.elo,
@@ -87,10 +106,16 @@ impl Evaluation {
                 self.elo_high
             ),
             probes => {
-                let played: Vec<String> =
-                    probes.iter().map(|p| format!("{}: {}", p.uci_elo.unwrap_or_default(), results(p))).collect();
+                let played: Vec<String> = probes
+                    .iter()
+                    .map(|p| match (&p.rung, p.rung_elo) {
+                        (Some(rung), Some(elo)) => format!("{rung} ({elo:.0}): {}", results(p)),
+                        _ => format!("{}: {}", p.uci_elo.unwrap_or_default(), results(p)),
+                    })
+                    .collect();
                 let elo = EloEstimate { elo: self.elo, low: self.elo_low, high: self.elo_high, kind: self.elo_kind };
-                format!("vs {} at UCI_Elo {}; Elo {elo}", self.opponent, played.join(", "))
+                let scale = if probes.iter().any(|p| p.rung.is_some()) { "on the ladder" } else { "at UCI_Elo" };
+                format!("vs {} {scale} {}; Elo {elo}", self.opponent, played.join(", "))
             }
         }
     }
@@ -120,7 +145,13 @@ fn engine_levels(section: &EvalSection, range: (i64, i64)) -> Result<(i64, i64)>
 /// # Errors
 /// What is wrong, naming the key.
 pub(crate) fn check_engine<G: Game>(section: &EvalSection) -> Result<()> {
-    if section.every == 0 || section.engine.trim().is_empty() {
+    if section.every == 0 {
+        return Ok(());
+    }
+    if let Some(path) = &section.ladder {
+        return eval_ladder::<G>(path).map(drop);
+    }
+    if section.engine.trim().is_empty() {
         return Ok(());
     }
     let engine = eval_engine::<G>(section)?;
@@ -132,6 +163,20 @@ fn eval_engine<G: Game>(section: &EvalSection) -> Result<UciPlayer> {
     UciPlayer::strength_limited::<G>(&section.engine, section.nodes)
         .with_context(|| format!("[eval] engine `{}`", section.engine.trim()))
 }
+
+/// `[eval]`'s ladder, read and checked: calibrated, for `G`, its bottom
+/// rung's engine able to start.
+fn eval_ladder<G: Game>(path: &std::path::Path) -> Result<Ladder> {
+    let context = || format!("eval.ladder = {}", path.display());
+    let ladder = Ladder::read(path).with_context(context)?;
+    ladder.check_game::<G>().with_context(context)?;
+    ladder.elos().with_context(context)?;
+    ladder.player(0, 1, LADDER_TIMEOUT)?.start::<G>().with_context(context)?;
+    Ok(ladder)
+}
+
+/// How long a ladder rung may take over one move before it forfeits.
+const LADDER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// [`evaluate`] when `iteration` is one of every `eval.every`; `None` otherwise.
 ///
@@ -201,13 +246,50 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         let (elo, elo_low, elo_high) = score.elo();
         return Ok(Evaluation {
             opponent: previous.to_string(),
-            probes: vec![Probe::new(None, score)],
+            probes: vec![Probe::new(None, None, score)],
             elo,
             elo_low,
             elo_high,
             elo_kind: EstimateKind::Value,
             seconds: started.elapsed().as_secs_f64(),
         });
+    }
+    // The progress bar of the probe in flight, named by its opponent.
+    let mut bar = None;
+    let mut on_game = |opponent: &str, end: &capa_play::GameEnd| {
+        bar.get_or_insert_with(|| progress(pairs, &format!("iteration {iteration} eval vs {opponent}"))).inc(1);
+        if u64::from(end.score.games()) == pairs
+            && let Some(bar) = bar.take()
+        {
+            bar.finish_and_clear();
+        }
+    };
+    let estimate_of = |bisection: &Bisection, probes: Vec<Probe>, opponent: String| -> Result<Evaluation> {
+        let estimate = bisection.estimate().context("[eval] played no probe")?;
+        Ok(Evaluation {
+            opponent,
+            probes,
+            elo: estimate.elo,
+            elo_low: estimate.low,
+            elo_high: estimate.high,
+            elo_kind: estimate.kind,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    };
+    if let Some(path) = &section.ladder {
+        let ladder = eval_ladder::<G>(path)?;
+        let mut probes = Vec::new();
+        let bisection = place::<G>(
+            &mut network,
+            &ladder,
+            section.max_probes,
+            section.games as usize,
+            LADDER_TIMEOUT,
+            settings,
+            &mut on_game,
+            &mut |probe| probes.push(Probe::new(None, Some((probe.rung.clone(), probe.elo)), probe.score)),
+        )?;
+        return estimate_of(&bisection, probes, path.display().to_string());
     }
     let mut engine = eval_engine::<G>(section)?;
     let (low, high) = engine_levels(section, engine.elo_range().expect("limited"))?;
@@ -219,31 +301,14 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         max_probes: section.max_probes,
         anchor: (section.method == EvalMethod::Anchor).then_some(low),
     };
-    let mut bar = None;
     let bisection = rate::<G>(
         &mut network,
         &mut engine,
         &bracket,
         settings,
-        &mut |level, end| {
-            bar.get_or_insert_with(|| progress(pairs, &format!("iteration {iteration} eval at UCI_Elo {level}")))
-                .inc(1);
-            if u64::from(end.score.games()) == pairs
-                && let Some(bar) = bar.take()
-            {
-                bar.finish_and_clear();
-            }
-        },
+        &mut |level, end| on_game(&format!("UCI_Elo {level}"), end),
         &mut |_| {},
     )?;
-    let estimate = bisection.estimate().context("[eval] played no probe")?;
-    Ok(Evaluation {
-        opponent: section.engine.trim().to_string(),
-        probes: bisection.probes().iter().map(|&(level, score)| Probe::new(Some(level as i64), score)).collect(),
-        elo: estimate.elo,
-        elo_low: estimate.low,
-        elo_high: estimate.high,
-        elo_kind: estimate.kind,
-        seconds: started.elapsed().as_secs_f64(),
-    })
+    let probes = bisection.probes().iter().map(|&(level, score)| Probe::new(Some(level as i64), None, score)).collect();
+    estimate_of(&bisection, probes, section.engine.trim().to_string())
 }
