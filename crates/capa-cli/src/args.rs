@@ -1,5 +1,6 @@
 //! Argument groups and value parsers that several commands share.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -146,5 +147,63 @@ pub fn parse_option(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.trim().to_string())),
         _ => Err(format!("`{text}`: expected NAME=VALUE")),
+    }
+}
+
+/// A network file, or the short name of a shipped network (`capablanca-cpu`):
+/// a word without a path or extension that is no file here is looked up as
+/// `<name>.safetensors` in `$CAPA_NETS`, then in `nets/` of the checkout the
+/// executable was built in (`target/release/../../nets`), then in
+/// `share/capa/nets` beside an installed executable's `bin/`.
+///
+/// # Errors
+/// A short name found nowhere, with the places looked in.
+pub fn network(text: &str) -> Result<PathBuf, String> {
+    let mut places: Vec<PathBuf> = std::env::var_os("CAPA_NETS").map(PathBuf::from).into_iter().collect();
+    if let Some(bin) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
+        places.push(bin.join("../../nets"));
+        places.push(bin.join("../share/capa/nets"));
+    }
+    find_network(text, &places)
+}
+
+/// [`network`] with the places to look in given.
+fn find_network(text: &str, places: &[PathBuf]) -> Result<PathBuf, String> {
+    let path = Path::new(text);
+    let short = path.components().count() == 1 && path.extension().is_none() && !text.is_empty();
+    if path.exists() || !short {
+        return Ok(path.to_path_buf());
+    }
+    let file = format!("{text}.safetensors");
+    if let Some(found) = places.iter().map(|place| place.join(&file)).find(|candidate| candidate.is_file()) {
+        return Ok(found);
+    }
+    let looked: Vec<String> = places.iter().map(|p| p.join(&file).display().to_string()).collect();
+    Err(format!("no network file `{text}`, and no shipped network of that name (looked in {})", looked.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_name_finds_a_shipped_network() {
+        let dir = std::env::temp_dir().join(format!("capa-nets-{}", std::process::id()));
+        let (first, second) = (dir.join("first"), dir.join("second"));
+        std::fs::create_dir_all(&first).unwrap();
+        std::fs::create_dir_all(&second).unwrap();
+        std::fs::write(second.join("tiny.safetensors"), b"").unwrap();
+        let places = [first.clone(), second.clone()];
+        assert_eq!(find_network("tiny", &places), Ok(second.join("tiny.safetensors")));
+        // Paths and file names are taken as they are, found or not.
+        assert_eq!(find_network("a/b.safetensors", &places), Ok(PathBuf::from("a/b.safetensors")));
+        assert_eq!(find_network("x.safetensors", &places), Ok(PathBuf::from("x.safetensors")));
+        let error = find_network("huge", &places).unwrap_err();
+        assert!(
+            error.contains("no shipped network")
+                && error.contains(&first.join("huge.safetensors").display().to_string()),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -32,8 +32,8 @@ use crate::args::{DeviceArgs, LimitArgs, parse_option, seconds};
 /// reaches below the engine's weakest UCI_Elo.
 #[derive(clap::Args, Debug)]
 pub struct EloCommand {
-    /// The network file.
-    #[arg(long)]
+    /// The network file, or a shipped network's short name (`capablanca-cpu`).
+    #[arg(long, value_parser = crate::args::network)]
     pub net: PathBuf,
     /// The engine command; it needs UCI_LimitStrength and UCI_Elo.
     #[arg(long, default_value = "fairy-stockfish")]

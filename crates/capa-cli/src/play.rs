@@ -25,8 +25,9 @@ use crate::args::DeviceArgs;
 /// FILE starts a new game (from --fen if given).
 #[derive(clap::Args, Debug)]
 pub struct PlayArgs {
-    /// The network file; its game is the game played.
-    #[arg(long)]
+    /// The network file, or a shipped network's short name
+    /// (`capablanca-cpu`); its game is the game played.
+    #[arg(long, value_parser = crate::args::network)]
     pub net: PathBuf,
     /// Playouts per move of the network.
     #[arg(long, default_value_t = 800)]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_data::centipawns;
-use capa_mcts::{Limits, MoveInfo, Proof, Rng, SearchParams, SearchResult, Tree};
+use capa_mcts::{CachedEvaluator, Limits, MoveInfo, Proof, Rng, SearchParams, SearchResult, Tree};
 use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame};
 
 use crate::args::DeviceArgs;
@@ -38,6 +38,11 @@ const INFO_EVERY: Duration = Duration::from_millis(1000);
 /// Leaves gathered per round: small enough that searches of a few hundred
 /// playouts stay selective, large enough to keep the network busy.
 const DEFAULT_MINIBATCH: u16 = 32;
+/// Evaluations the cache keeps by default (a few hundred bytes each).
+const DEFAULT_CACHE: usize = 200_000;
+
+/// The network behind its evaluation cache.
+type Evaluator<G> = CachedEvaluator<NetEvaluator<G>>;
 /// What `go depth N` searches, since an MCTS has no depth to stop at.
 const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 
@@ -50,16 +55,19 @@ const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 /// ProveMateInOne (a position where the side to move mates at once is
 /// proven lost for the side that moved into it; on by default),
 /// Temperature (0 plays the most visited move), MinibatchSize (leaves
-/// per network batch, 32), MoveOverhead (ms kept back from each move's
+/// per network batch, 32), NNCacheSize (evaluations kept so that a
+/// position seen again costs no network call, 200000; 0 turns the cache
+/// off), MoveOverhead (ms kept back from each move's
 /// time), Backend and Device (the network reloads on the next `isready`
 /// or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
 /// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
 /// Lines the engine cannot use are answered with `info string`.
 #[derive(clap::Args, Debug)]
 pub struct EngineArgs {
-    /// The network file: a run's `nets/<hash>.safetensors`, or any
-    /// network or checkpoint capa wrote.
-    #[arg(long)]
+    /// The network file: a run's `nets/<hash>.safetensors`, any network or
+    /// checkpoint capa wrote, or a shipped network's short name
+    /// (`capablanca-cpu`, from the checkout's `nets/`).
+    #[arg(long, value_parser = crate::args::network)]
     pub net: PathBuf,
     #[command(flatten)]
     pub device: DeviceArgs,
@@ -94,6 +102,7 @@ struct Options {
     prove_mate_in_one: bool,
     temperature: f32,
     minibatch: u16,
+    cache: usize,
     move_overhead: Duration,
     backend: BackendKind,
     device: usize,
@@ -121,7 +130,7 @@ struct Plan {
 struct Engine<G: NetGame> {
     net: PathBuf,
     options: Options,
-    evaluator: Option<Arc<NetEvaluator<G>>>,
+    evaluator: Option<Arc<Evaluator<G>>>,
     /// The backend and device the loaded network runs on.
     loaded_on: Option<(BackendKind, usize)>,
     history: History<G>,
@@ -146,6 +155,7 @@ impl<G: NetGame> Engine<G> {
                 prove_mate_in_one: defaults.prove_mate_in_one,
                 temperature: 0.0,
                 minibatch: DEFAULT_MINIBATCH,
+                cache: DEFAULT_CACHE,
                 move_overhead: Duration::from_millis(30),
                 backend: args.device.backend,
                 device: args.device.device,
@@ -251,6 +261,7 @@ impl<G: NetGame> Engine<G> {
             format!("option name ProveMateInOne type check default {}", o.prove_mate_in_one),
             format!("option name Temperature type string default {}", o.temperature),
             format!("option name MinibatchSize type spin default {} min 1 max 8192", o.minibatch),
+            format!("option name NNCacheSize type spin default {} min 0 max 100000000", o.cache),
             format!("option name MoveOverhead type spin default {} min 0 max 10000", o.move_overhead.as_millis()),
             format!("option name Backend type combo default {} var cpu var wgpu var cuda", o.backend),
             format!("option name Device type spin default {} min 0 max 255", o.device),
@@ -325,6 +336,11 @@ impl<G: NetGame> Engine<G> {
                 o.minibatch = integer("MinibatchSize", 1..=8192)? as u16;
                 self.tree = None;
             }
+            "nncachesize" => {
+                o.cache = integer("NNCacheSize", 0..=100_000_000)?;
+                // The next search loads the network behind a cache of the new size.
+                self.evaluator = None;
+            }
             "moveoverhead" => o.move_overhead = Duration::from_millis(integer("MoveOverhead", 0..=10_000)? as u64),
             "backend" => o.backend = value.parse().map_err(|e| anyhow::anyhow!("Backend: {e}"))?,
             "device" => o.device = integer("Device", 0..=255)?,
@@ -350,7 +366,7 @@ impl<G: NetGame> Engine<G> {
     }
 
     /// The network, loaded on first use and again after a backend or device change.
-    fn evaluator(&mut self) -> Result<Arc<NetEvaluator<G>>> {
+    fn evaluator(&mut self) -> Result<Arc<Evaluator<G>>> {
         let wanted = (self.options.backend, self.options.device);
         if let (Some(evaluator), Some(on)) = (&self.evaluator, self.loaded_on)
             && on == wanted
@@ -363,10 +379,9 @@ impl<G: NetGame> Engine<G> {
         }
         self.evaluator = None;
         let spec = DeviceSpec { backend: wanted.0, index: wanted.1 };
-        let evaluator = Arc::new(
-            NetEvaluator::<G>::from_file(&self.net, spec)
-                .with_context(|| format!("cannot load the network {}", self.net.display()))?,
-        );
+        let network = NetEvaluator::<G>::from_file(&self.net, spec)
+            .with_context(|| format!("cannot load the network {}", self.net.display()))?;
+        let evaluator = Arc::new(CachedEvaluator::new(network, self.options.cache));
         self.evaluator = Some(Arc::clone(&evaluator));
         self.loaded_on = Some(wanted);
         Ok(evaluator)
@@ -449,7 +464,7 @@ struct Search {
 }
 
 impl Search {
-    fn run<G: NetGame>(self, mut tree: Tree<G>, evaluator: &NetEvaluator<G>) -> Tree<G> {
+    fn run<G: NetGame>(self, mut tree: Tree<G>, evaluator: &Evaluator<G>) -> Tree<G> {
         let started = Instant::now();
         let mut chunk = FIRST_CHUNK;
         let mut playouts = 0u64;

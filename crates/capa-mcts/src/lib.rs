@@ -12,9 +12,12 @@
 //!   the rayon pool, the evaluator pipelined against the CPU work.
 //! - [`SearchResult`]: visit distribution, Q/D/M, proofs and a principal
 //!   variation per root move; [`Temperature`] and [`PlayoutCap`] for self-play.
+//! - [`CachedEvaluator`]: answers a position the network has seen from a
+//!   cache (Lc0's NN cache).
 
 #![deny(missing_docs)]
 
+mod cache;
 mod driver;
 mod evaluator;
 mod node;
@@ -26,6 +29,7 @@ mod tree;
 
 use capa_rules::Outcome;
 
+pub use cache::CachedEvaluator;
 pub use driver::search_many;
 pub use evaluator::{
     EvalError, Evaluations, Evaluator, HISTORY_LEN, LeafRequest, RandomEvaluator, UniformEvaluator, Value,

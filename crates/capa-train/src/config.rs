@@ -213,6 +213,9 @@ pub struct SelfPlaySection {
     /// Prove a node lost for its mover as it is expanded when the side to
     /// move there mates at once (`SearchParams::prove_mate_in_one`).
     pub prove_mate_in_one: bool,
+    /// Evaluations the network's cache keeps (`capa_mcts::CachedEvaluator`):
+    /// a position seen again in the iteration costs no network call; 0 off.
+    pub cache: usize,
 }
 
 impl Default for SelfPlaySection {
@@ -237,6 +240,7 @@ impl Default for SelfPlaySection {
             resign_disabled_fraction: 0.1,
             contempt: 0.0,
             prove_mate_in_one: true,
+            cache: 200_000,
         }
     }
 }
@@ -422,11 +426,16 @@ pub struct DistillSection {
     pub temperature: f32,
     /// Share of the games held out to measure agreement with the teacher.
     pub holdout: f32,
+    /// With `run.mode = "selfplay"`: the run's first `epochs` iterations
+    /// are distillation epochs on `data`, then self-play goes on from that
+    /// network (teacher first, then self-play, in one run); 0 none. With
+    /// `run.mode = "distill"`, `run.iterations` counts the epochs instead.
+    pub epochs: u64,
 }
 
 impl Default for DistillSection {
     fn default() -> DistillSection {
-        DistillSection { data: PathBuf::new(), targets: TargetKind::Soft, temperature: 1.0, holdout: 0.05 }
+        DistillSection { data: PathBuf::new(), targets: TargetKind::Soft, temperature: 1.0, holdout: 0.05, epochs: 0 }
     }
 }
 
@@ -441,6 +450,12 @@ impl DistillSection {
 }
 
 impl RunConfig {
+    /// Whether the run learns from teacher data, in all its iterations or
+    /// in its first `distill.epochs`.
+    pub fn distills(&self) -> bool {
+        self.run.mode == RunMode::Distill || self.distill.epochs > 0
+    }
+
     /// Reads `path` and applies `sets` (`section.key=value`, in order).
     ///
     /// # Errors
@@ -581,8 +596,8 @@ impl RunConfig {
             ("curriculum.nodes", self.curriculum.nodes >= 1, "must be at least 1"),
             (
                 "distill.data",
-                self.run.mode == RunMode::SelfPlay || !self.distill.data.as_os_str().is_empty(),
-                "must name the folder `capa distill gen` wrote when run.mode = \"distill\"",
+                !self.distills() || !self.distill.data.as_os_str().is_empty(),
+                "must name the folder `capa distill gen` wrote when run.mode = \"distill\" or distill.epochs > 0",
             ),
             (
                 "distill.temperature",

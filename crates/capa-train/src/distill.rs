@@ -98,13 +98,18 @@ struct EpochMetrics {
     seconds_checkpoint: f64,
 }
 
-/// The distillation loop: epochs until `run.iterations` or `stop`.
+/// The distillation loop: epochs until iteration `last` or `stop`.
 pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
     stop: &AtomicBool,
     device: &B::Device,
+    last: u64,
 ) -> Result<Finish> {
+    let resumed = start_trainer::<B>(config, dir, device)?;
+    if resumed.first_iteration > last {
+        return Ok(Finish::Completed);
+    }
     let data = load::<G>(
         &config.distill.data,
         config.distill.policy_target(),
@@ -119,10 +124,8 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         data.held_out.positions(),
         data.held_out.games()
     );
-    let resumed = start_trainer::<B>(config, dir, device)?;
     let (mut trainer, mut network) = (resumed.trainer, resumed.network);
     let steps = data.train.positions().div_ceil(config.train.batch) as u64;
-    let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
     for iteration in resumed.first_iteration..=last {
         let started = Instant::now();
         let Some(report) = train(config, &mut trainer, &data.train, steps, iteration, device, stop)? else {

@@ -1,5 +1,6 @@
 //! A run from its config: the checks before it starts, the run directory
-//! and its lock, then the loop of its mode (self-play or distillation).
+//! and its lock, then the loop of its mode (self-play or distillation), or
+//! both in turn (`distill.epochs` of distillation, then self-play).
 //!
 //! The run directory (a local path or an object store, see [`RunDir`]):
 //!
@@ -45,7 +46,7 @@ const CONFIG: &str = "config.toml";
 /// directory's, an unreadable checkpoint, a failing device or disk.
 pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
     let data = &config.distill.data;
-    if config.run.mode == RunMode::Distill && !data.is_dir() {
+    if config.distills() && !data.is_dir() {
         bail!("distill.data: {} is not a folder (run `capa distill gen` to make one)", data.display());
     }
     match config.game.name {
@@ -111,9 +112,17 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Result<Finish> {
         let Loop { config, dir, stop, .. } = self;
+        let all = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
         match config.run.mode {
-            RunMode::Distill => distill::<B, G>(config, dir, stop, &device),
-            RunMode::SelfPlay => iterate::<B, G>(config, dir, stop, &device),
+            RunMode::Distill => distill::<B, G>(config, dir, stop, &device, all),
+            RunMode::SelfPlay => {
+                // Teacher first: the first distill.epochs iterations.
+                let epochs = config.distill.epochs.min(all);
+                if epochs > 0 && distill::<B, G>(config, dir, stop, &device, epochs)? == Finish::Interrupted {
+                    return Ok(Finish::Interrupted);
+                }
+                iterate::<B, G>(config, dir, stop, &device)
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use capa_data::to_pgn;
-use capa_mcts::mix;
+use capa_mcts::{CachedEvaluator, mix};
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer};
 
 use crate::Finish;
@@ -122,7 +122,8 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     stop: &AtomicBool,
 ) -> Result<Option<SelfPlayStats>> {
     let Games { dir, settings, buffer, curriculum } = games;
-    let evaluator = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let net = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let evaluator = CachedEvaluator::new(net, config.selfplay.cache);
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let (started, mut plies) = (Instant::now(), 0usize);
     let mut pgn = String::new();
@@ -145,6 +146,8 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
         },
     )?;
     bar.finish_and_clear();
+    let (hits, lookups) = evaluator.hits();
+    tracing::info!("iteration {iteration}: the evaluation cache answered {hits} of {lookups} positions");
     dir.write(&format!("pgn/iter-{iteration:06}.pgn"), pgn.as_bytes())?;
     Ok((!stop.load(Ordering::Relaxed)).then_some(stats))
 }

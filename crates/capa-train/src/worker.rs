@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 use capa_data::to_pgn;
-use capa_mcts::mix;
+use capa_mcts::{CachedEvaluator, mix};
 use capa_net::{GameKind, NetEvaluator, NetGame};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -47,7 +47,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
     let mut next = next_number(dir, worker)?;
     let mut written = 0u64;
     let worker_seed = config.run.seed ^ worker.bytes().fold(0u64, |h, b| h.rotate_left(8) ^ u64::from(b));
-    let mut loaded: Option<(String, NetEvaluator<G>)> = None;
+    let mut loaded: Option<(String, CachedEvaluator<NetEvaluator<G>>)> = None;
     let mut waiting = false;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -68,8 +68,9 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
         if loaded.as_ref().is_none_or(|(hash, _)| *hash != latest) {
             let key = format!("nets/{latest}.safetensors");
             let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
-            let evaluator = NetEvaluator::<G>::from_file(&path, config.device())
+            let network = NetEvaluator::<G>::from_file(&path, config.device())
                 .with_context(|| format!("cannot load {key} in {}", dir.location()))?;
+            let evaluator = CachedEvaluator::new(network, config.selfplay.cache);
             tracing::info!("{worker}: playing with network {latest}");
             loaded = Some((latest, evaluator));
         }

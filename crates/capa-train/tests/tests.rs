@@ -515,6 +515,38 @@ fn train_expecting_failure(config: &Path, run_dir: &Path, sets: &[&str]) -> Stri
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// A calibrated ladder of three rungs of made-up Elo, each Fairy-Stockfish
+/// (`ENGINE`) at one node.
+const LADDER: &str = r#"
+game = "capablanca"
+engine = "ENGINE"
+anchor = "middle"
+anchor_elo = 1000.0
+
+[calibration]
+games = 2
+reach = 1
+random_plies = 2
+ply_cap = 0
+seed = 1
+
+[[rung]]
+name = "bottom"
+options = ["UCI_LimitStrength=true", "UCI_Elo=1350", "MultiPV=100"]
+nodes = 1
+elo = 500.0
+
+[[rung]]
+name = "middle"
+nodes = 1
+elo = 1000.0
+
+[[rung]]
+name = "top"
+nodes = 100
+elo = 1500.0
+"#;
+
 /// Teacher games as `capa distill gen` writes them, with made-up scores:
 /// the first three legal moves, the first played, to a ply cap of 30.
 fn teacher_games(dir: &Path, games: usize) {
@@ -580,6 +612,17 @@ fn distillation_trains_on_teacher_games_and_resumes() {
     assert_eq!(metric_iterations(&run), [1, 2, 3]);
     assert_clean(&run);
 
+    // Teacher first, then self-play, in one run: the first epoch distils,
+    // the second iteration plays and trains on its own games.
+    let phased = dir.join("phased");
+    let phases = [&data_set, "distill.holdout=0.2", "distill.epochs=1", "run.iterations=2", "selfplay.games=2"];
+    train(&config, &phased, &phases);
+    assert_eq!(metric_iterations(&phased), [1, 2]);
+    let metrics = std::fs::read_to_string(phased.join("metrics.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines[0].get("held_out").is_some() && lines[1].get("held_out").is_none(), "{metrics}");
+    assert!(game_files(&phased).len() >= 2, "the self-play iteration wrote no games");
+
     // A damaged file stops the run with its name.
     std::fs::write(data.join("000003.teacher"), b"not a game").unwrap();
     let stderr = train_expecting_failure(&config, &run, &[&sets[..], &["run.iterations=4"]].concat());
@@ -641,6 +684,28 @@ fn a_distillation_run_measures_its_elo_against_fairy_stockfish() {
     assert_eq!(eval["probes"].as_array().unwrap().len(), 1, "{eval}");
     assert_eq!(eval["probes"][0]["uci_elo"], 1400);
     assert_clean(&run);
+
+    // On a ladder: probes against its rungs, named, with their Elo.
+    let ladder = dir.join("ladder.toml");
+    std::fs::write(&ladder, LADDER.replace("ENGINE", &engine.display().to_string())).unwrap();
+    let ladder_set = format!("eval.ladder={}", ladder.display());
+    let on_ladder =
+        [&sets[..4], &["run.iterations=3", "eval.games=2", "eval.simulations=4", "eval.max_probes=2"]].concat();
+    train(&config, &run, &[&on_ladder[..], &[&ladder_set]].concat());
+    let eval = last_eval(&run);
+    let probes = eval["probes"].as_array().unwrap();
+    assert!((1..=2).contains(&probes.len()), "{eval}");
+    assert_eq!((probes[0]["rung"].as_str(), probes[0]["rung_elo"].as_f64()), (Some("middle"), Some(1000.0)), "{eval}");
+    assert_eq!(eval["opponent"].as_str(), Some(ladder.to_str().unwrap()));
+    let uncalibrated = dir.join("uncalibrated.toml");
+    std::fs::write(&uncalibrated, LADDER.replace("ENGINE", "x").replace("nodes = 1\nelo = 1000.0\n", "nodes = 1\n"))
+        .unwrap();
+    let stderr = train_expecting_failure(
+        &config,
+        &dir.join("refused"),
+        &[&on_ladder[..], &[&format!("eval.ladder={}", uncalibrated.display())]].concat(),
+    );
+    assert!(stderr.contains("rung `middle` is not calibrated"), "{stderr}");
 
     // Levels the engine cannot play are refused before any work.
     let refused = dir.join("refused");
