@@ -675,7 +675,7 @@ mod tests {
         format!("{:#}", RunConfig::parse(text, &sets).unwrap_err())
     }
 
-    /// Every shipped config is valid as written.
+    /// Every shipped config and ladder is valid as written.
     #[test]
     fn the_configs_folder_is_valid() {
         let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
@@ -683,12 +683,27 @@ mod tests {
         for entry in std::fs::read_dir(&folder).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
-                RunConfig::load(&path, &[]).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
-                names.push(path.file_name().unwrap().to_string_lossy().into_owned());
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if name.starts_with("ladder-") {
+                    capa_play::Ladder::read(&path).unwrap_or_else(|e| panic!("{e:#}"));
+                } else {
+                    RunConfig::load(&path, &[]).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                }
+                names.push(name);
             }
         }
         names.sort();
-        assert_eq!(names, ["capablanca.toml", "chess.toml", "distill.toml", "learn.toml", "tiny.toml"]);
+        let expected = [
+            "capablanca-cpu.toml",
+            "capablanca.toml",
+            "chess.toml",
+            "distill.toml",
+            "ladder-capablanca.toml",
+            "ladder-chess.toml",
+            "learn.toml",
+            "tiny.toml",
+        ];
+        assert_eq!(names, expected);
     }
 
     #[test]

@@ -233,7 +233,7 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         pgn: None,
     };
     let pairs = u64::from(section.games.div_ceil(2) * 2);
-    if section.engine.trim().is_empty() {
+    if section.engine.trim().is_empty() && section.ladder.is_none() {
         let key = format!("nets/{previous}.safetensors");
         let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
         let opponent =
