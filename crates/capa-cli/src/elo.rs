@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use capa_net::GameKind;
-use capa_play::{Bracket, EloProbe, Ladder, MatchScore, MatchSettings, MoveLimit, Openings, UciPlayer, place, rate};
+use capa_play::{
+    Bracket, EloProbe, Ladder, MatchScore, MatchSettings, MoveLimit, Openings, Placement, UciPlayer, place, rate,
+};
 use capa_rules::Game;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -118,12 +120,11 @@ impl EloCommand {
         timeout: Duration,
     ) -> Result<()> {
         network.start::<G>()?;
+        let placement = Placement { max_probes: self.max_probes, processes: self.concurrency, timeout, guess: None };
         let bisection = place::<G>(
             &mut network,
             ladder,
-            self.max_probes,
-            self.concurrency,
-            timeout,
+            placement,
             |probe| self.settings(probe, limit),
             &mut |_, _| {},
             &mut |probe| print_probe(probe.number, &probe.rung, probe.elo, probe.score),

@@ -327,12 +327,27 @@ pub struct LadderProbe {
     pub score: MatchScore,
 }
 
+/// How [`place`] plays its probes.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement {
+    /// Probes at most.
+    pub max_probes: u32,
+    /// Engine processes per rung (the games played at once).
+    pub processes: usize,
+    /// How long a rung may take over a move before it forfeits.
+    pub timeout: Duration,
+    /// Where the player is thought to be (an earlier placement): the first
+    /// probe plays the rung nearest it rather than the ladder's middle.
+    pub guess: Option<f64>,
+}
+
 /// Places `player` on a calibrated ladder: a bisection over the rungs'
 /// Elo, each probe a match (`settings(probe)`, from 0) against the
-/// untried rung nearest the middle of the bracket, until the bracket holds
-/// no untried rung, a probe scores 45% to 55%, or `max_probes`. The
-/// returned bisection's estimate is the player's Elo on the ladder's
-/// scale (an upper bound if it lost everything to the bottom rung).
+/// untried rung nearest the middle of the bracket (the first nearest the
+/// guess, if any), until the bracket holds no untried rung, a probe scores
+/// 45% to 55%, or `max_probes`. The returned bisection's estimate is the
+/// player's Elo on the ladder's scale (an upper bound if it lost
+/// everything to the bottom rung).
 ///
 /// # Errors
 /// An uncalibrated ladder or one for another game, a rung that cannot
@@ -340,9 +355,7 @@ pub struct LadderProbe {
 pub fn place<G: Game>(
     player: &mut dyn Player<G>,
     ladder: &Ladder,
-    max_probes: u32,
-    processes: usize,
-    timeout: Duration,
+    placement: Placement,
     settings: impl Fn(u32) -> MatchSettings<G>,
     on_game: &mut dyn FnMut(&str, &GameEnd),
     on_probe: &mut dyn FnMut(&LadderProbe),
@@ -353,15 +366,16 @@ pub fn place<G: Game>(
     let highest = elos.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut bisection = Bisection::new(lowest, highest, 0.0);
     let mut tried = vec![false; elos.len()];
-    for probe in 0..max_probes {
+    for probe in 0..placement.max_probes {
         let Some(middle) = bisection.next_probe() else { break };
+        let target = if probe == 0 { placement.guess.unwrap_or(middle) } else { middle };
         let nearest = (0..elos.len())
             .filter(|&i| !tried[i] && bisection.low <= elos[i] && elos[i] <= bisection.high)
-            .min_by(|&a, &b| (elos[a] - middle).abs().total_cmp(&(elos[b] - middle).abs()));
+            .min_by(|&a, &b| (elos[a] - target).abs().total_cmp(&(elos[b] - target).abs()));
         let Some(index) = nearest else { break };
         tried[index] = true;
         let rung = &ladder.rungs[index].name;
-        let mut opponent = ladder.player(index, processes, timeout)?;
+        let mut opponent = ladder.player(index, placement.processes, placement.timeout)?;
         opponent.start::<G>()?;
         let score = play_match(player, &mut opponent, &settings(probe), &mut |end| on_game(rung, end))?;
         bisection.record(elos[index], score);

@@ -27,7 +27,7 @@ pub use elo::{
     Bisection, EloEstimate, EstimateKind, FitError, MatchScore, Pairing, Rating, Sprt, SprtVerdict, elo_difference,
     expected_score, fit_ratings,
 };
-pub use ladder::{Calibration, Ladder, LadderProbe, PairPlayed, Rung, RungMatch, calibrate, place};
+pub use ladder::{Calibration, Ladder, LadderProbe, PairPlayed, Placement, Rung, RungMatch, calibrate, place};
 pub use matches::{GameEnd, MatchSettings, Openings, play_match};
 pub use player::{Answer, Clock, Player, SearchPlayer, Turn};
 pub use rating::{Bracket, EloProbe, rate};

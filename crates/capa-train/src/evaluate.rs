@@ -13,8 +13,8 @@ use anyhow::{Context, Result, bail};
 use capa_mcts::{SearchParams, mix};
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer, load_net};
 use capa_play::{
-    Bisection, Bracket, EloEstimate, EstimateKind, Ladder, MatchScore, MatchSettings, Openings, SearchPlayer,
-    UciPlayer, place, play_match, rate,
+    Bisection, Bracket, EloEstimate, EstimateKind, Ladder, MatchScore, MatchSettings, Openings, Placement,
+    SearchPlayer, UciPlayer, place, play_match, rate,
 };
 use capa_rules::Game;
 use serde::Serialize;
@@ -175,6 +175,19 @@ fn eval_ladder<G: Game>(path: &std::path::Path) -> Result<Ladder> {
     Ok(ladder)
 }
 
+/// The run's last Elo on a ladder, from metrics.jsonl: where the next
+/// placement starts. Networks change little between evaluations, so a
+/// placement that starts there needs fewer probes than one from the middle.
+fn last_ladder_elo(dir: &RunDir) -> Result<Option<f64>> {
+    let Some(metrics) = dir.read(crate::metrics::METRICS)? else { return Ok(None) };
+    let text = String::from_utf8_lossy(&metrics);
+    Ok(text.lines().rev().find_map(|line| {
+        let eval = serde_json::from_str::<serde_json::Value>(line).ok()?.get("eval")?.clone();
+        let on_ladder = eval.get("probes")?.as_array()?.iter().any(|p| p.get("rung").is_some());
+        on_ladder.then(|| eval.get("elo")?.as_f64()).flatten()
+    }))
+}
+
 /// How long a ladder rung may take over one move before it forfeits.
 const LADDER_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -278,17 +291,16 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
     };
     if let Some(path) = &section.ladder {
         let ladder = eval_ladder::<G>(path)?;
+        let placement = Placement {
+            max_probes: section.max_probes,
+            processes: section.games as usize,
+            timeout: LADDER_TIMEOUT,
+            guess: last_ladder_elo(dir)?,
+        };
         let mut probes = Vec::new();
-        let bisection = place::<G>(
-            &mut network,
-            &ladder,
-            section.max_probes,
-            section.games as usize,
-            LADDER_TIMEOUT,
-            settings,
-            &mut on_game,
-            &mut |probe| probes.push(Probe::new(None, Some((probe.rung.clone(), probe.elo)), probe.score)),
-        )?;
+        let bisection = place::<G>(&mut network, &ladder, placement, settings, &mut on_game, &mut |probe| {
+            probes.push(Probe::new(None, Some((probe.rung.clone(), probe.elo)), probe.score))
+        })?;
         return estimate_of(&bisection, probes, path.display().to_string());
     }
     let mut engine = eval_engine::<G>(section)?;
