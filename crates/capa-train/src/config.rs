@@ -431,11 +431,30 @@ pub struct DistillSection {
     /// network (teacher first, then self-play, in one run); 0 none. With
     /// `run.mode = "distill"`, `run.iterations` counts the epochs instead.
     pub epochs: u64,
+    /// Share of the teacher's evaluation of each position in its value
+    /// target; the rest is the game's result. The positions of one game
+    /// share its result, so a network trained on a few hundred games
+    /// memorises them through the result; the teacher's evaluation is a
+    /// target of each position's own.
+    pub value_q_weight: f32,
+    /// With `epochs` > 0: the teacher's training games fill the replay
+    /// buffer before the first self-play game, and the network's own games
+    /// push them out as they come, so that the first self-play iterations
+    /// do not train on a few dozen games alone.
+    pub seed_buffer: bool,
 }
 
 impl Default for DistillSection {
     fn default() -> DistillSection {
-        DistillSection { data: PathBuf::new(), targets: TargetKind::Soft, temperature: 1.0, holdout: 0.05, epochs: 0 }
+        DistillSection {
+            data: PathBuf::new(),
+            targets: TargetKind::Soft,
+            temperature: 1.0,
+            holdout: 0.05,
+            epochs: 0,
+            value_q_weight: 1.0,
+            seed_buffer: true,
+        }
     }
 }
 
@@ -605,6 +624,7 @@ impl RunConfig {
                 "must be in (0, 100] pawns",
             ),
             ("distill.holdout", (0.0..=0.5).contains(&self.distill.holdout), "must be in [0, 0.5]"),
+            ("distill.value_q_weight", (0.0..=1.0).contains(&self.distill.value_q_weight), "must be in [0, 1]"),
         ];
         if let Some((key, _, message)) = more.into_iter().find(|(_, ok, _)| !ok) {
             return fail(key, message.to_string());

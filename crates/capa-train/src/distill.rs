@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use capa_data::{PolicyTarget, TEACHER_EXTENSION, TeacherGame};
+use capa_data::{GameRecord, PolicyTarget, TEACHER_EXTENSION, TeacherGame};
 use capa_net::{CapaAutodiffBackend, NetGame};
 use serde::Serialize;
 
@@ -54,6 +54,30 @@ pub(crate) fn load<G: NetGame>(
     holdout: f32,
     value: ValueTarget,
 ) -> Result<TeacherData<G>> {
+    let mut data = TeacherData {
+        train: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value),
+        held_out: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value),
+    };
+    read_teacher::<G>(folder, target, holdout, |record, held| {
+        if held { &mut data.held_out } else { &mut data.train }.push(record);
+    })?;
+    if data.train.positions() == 0 {
+        bail!("distill.data: every game of {} is held out; lower distill.holdout", folder.display());
+    }
+    Ok(data)
+}
+
+/// Reads every teacher game in `folder`, in file-name order, and hands it to
+/// `keep` as a training record with whether it is held out.
+///
+/// # Errors
+/// A missing or empty folder, a damaged file (named), a game of another kind.
+pub(crate) fn read_teacher<G: NetGame>(
+    folder: &Path,
+    target: PolicyTarget,
+    holdout: f32,
+    mut keep: impl FnMut(GameRecord<G>, bool),
+) -> Result<()> {
     let entries = std::fs::read_dir(folder)
         .with_context(|| format!("distill.data: cannot read {} (run `capa distill gen` first)", folder.display()))?;
     let mut names = Vec::new();
@@ -67,20 +91,12 @@ pub(crate) fn load<G: NetGame>(
     if names.is_empty() {
         bail!("distill.data: {} holds no .{TEACHER_EXTENSION} files (run `capa distill gen` first)", folder.display());
     }
-    let mut data = TeacherData {
-        train: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value),
-        held_out: ReplayBuffer::new(usize::MAX, Sampling::Uniform, value),
-    };
     for path in names {
         let game = TeacherGame::<G>::read(&path).context("distill.data")?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let split = if held_out(&name, holdout) { &mut data.held_out } else { &mut data.train };
-        split.push(game.to_game_record(target));
+        keep(game.to_game_record(target), held_out(&name, holdout));
     }
-    if data.train.positions() == 0 {
-        bail!("distill.data: every game of {} is held out; lower distill.holdout", folder.display());
-    }
-    Ok(data)
+    Ok(())
 }
 
 /// One line of metrics.jsonl in a distillation run.
@@ -114,7 +130,7 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         &config.distill.data,
         config.distill.policy_target(),
         config.distill.holdout,
-        config.train.value_target(),
+        ValueTarget { q_weight: config.distill.value_q_weight, ..config.train.value_target() },
     )?;
     tracing::info!(
         "teacher data in {}: {} positions of {} games to train on, {} positions of {} games held out",

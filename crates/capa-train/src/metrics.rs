@@ -110,13 +110,13 @@ impl Metrics {
     }
 }
 
-/// Training samples per new position: steps x batch / new positions.
 /// The iteration's new training positions: its fully searched plies, and
 /// with `train.fast_search_values` the fast ones too.
 pub(crate) fn new_positions(config: &RunConfig, stats: &SelfPlayStats) -> usize {
     (if config.train.fast_search_values { stats.plies } else { stats.full_plies }) as usize
 }
 
+/// Training samples per new position: steps x batch / new positions.
 fn passes_per_position(config: &RunConfig, new_positions: usize) -> f64 {
     (config.train.steps as f64 * config.train.batch as f64) / new_positions.max(1) as f64
 }

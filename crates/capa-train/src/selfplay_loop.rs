@@ -21,6 +21,7 @@ use crate::buffer::ReplayBuffer;
 use crate::commit::{Resumed, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::curriculum::Curriculum;
+use crate::distill::read_teacher;
 use crate::evaluate::evaluate_if_due;
 use crate::games::{file_name, game_file_iteration, game_file_name, list_games, read_game, window_games};
 use crate::metrics::{METRICS, Metrics, new_positions, warnings};
@@ -168,6 +169,20 @@ fn rebuild_buffer<G: NetGame>(
         }
     }
     let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, config.train.value_target());
+    if config.distill.epochs > 0 && config.distill.seed_buffer {
+        // Oldest first: the run's own games push the teacher's out.
+        let distill = &config.distill;
+        read_teacher::<G>(&distill.data, distill.policy_target(), distill.holdout, |record, held| {
+            if !held {
+                buffer.push(record);
+            }
+        })?;
+        tracing::info!(
+            "replay buffer: {} positions of the teacher's games from {}",
+            buffer.positions(),
+            distill.data.display()
+        );
+    }
     for record in window_games::<G>(config, dir, &files)? {
         buffer.push(record);
     }

@@ -622,6 +622,9 @@ fn distillation_trains_on_teacher_games_and_resumes() {
     let lines: Vec<serde_json::Value> = metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines[0].get("held_out").is_some() && lines[1].get("held_out").is_none(), "{metrics}");
     assert!(game_files(&phased).len() >= 2, "the self-play iteration wrote no games");
+    // The teacher's training games seeded the replay buffer.
+    let (teacher, own) = (lines[0]["train_positions"].as_u64().unwrap(), lines[1]["new_positions"].as_u64().unwrap());
+    assert_eq!(lines[1]["buffer_positions"].as_u64(), Some(teacher + own), "{metrics}");
 
     // A damaged file stops the run with its name.
     std::fs::write(data.join("000003.teacher"), b"not a game").unwrap();
