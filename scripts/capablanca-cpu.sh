@@ -3,7 +3,7 @@
 # Fairy-Stockfish, then distillation epochs and self-play in one run, each
 # step resuming where a killed script stopped. Prints the final network.
 #
-#   scripts/capablanca-cpu.sh            # about two hours on 2 cores
+#   scripts/capablanca-cpu.sh            # about 75 minutes on 2 cores
 #   GAMES=200 scripts/capablanca-cpu.sh  # fewer teacher games, for a try
 set -euo pipefail
 cd "$(dirname "$0")/.."

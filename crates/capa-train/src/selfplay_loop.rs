@@ -183,11 +183,13 @@ fn rebuild_buffer<G: NetGame>(
             distill.data.display()
         );
     }
-    for record in window_games::<G>(config, dir, &files)? {
+    let own = window_games::<G>(config, dir, &files)?;
+    let own_games = own.len();
+    for record in own {
         buffer.push(record);
     }
-    if buffer.games() > 0 {
-        tracing::info!("replay buffer: {} positions from {} games in the run", buffer.positions(), buffer.games());
+    if own_games > 0 {
+        tracing::info!("replay buffer: {} positions, {own_games} of its games the run's own", buffer.positions());
     }
     Ok((buffer, files.into_iter().map(|file| file.key).collect()))
 }
