@@ -168,9 +168,13 @@ fn rebuild_buffer<G: NetGame>(
             _ => files.push(file),
         }
     }
-    let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, config.train.value_target());
-    if config.distill.epochs > 0 && config.distill.seed_buffer {
-        // Oldest first: the run's own games push the teacher's out.
+    let value = config.train.value_target();
+    let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, value);
+    let own = window_games::<G>(config, dir, &files)?;
+    let own_positions: usize = own.iter().map(|r| r.plies.iter().filter(|p| value.trains_on(p)).count()).sum();
+    // Only while the run's own games leave room in the window: oldest
+    // first, so that they push the teacher's out.
+    if config.distill.epochs > 0 && config.distill.seed_buffer && own_positions < config.buffer.window {
         let distill = &config.distill;
         read_teacher::<G>(&distill.data, distill.policy_target(), distill.holdout, |record, held| {
             if !held {
@@ -183,7 +187,6 @@ fn rebuild_buffer<G: NetGame>(
             distill.data.display()
         );
     }
-    let own = window_games::<G>(config, dir, &files)?;
     let own_games = own.len();
     for record in own {
         buffer.push(record);
