@@ -21,7 +21,8 @@ pub enum DistillCommand {
     /// atomically, with the settings in `generation.txt`.
     ///
     /// Every position is analysed, the opening's too; the opening's moves
-    /// are played as given, then the engine's best move. Prints a last line
+    /// are played as given, then the engine's best move (or, with
+    /// --explore, sometimes a random one). Prints a last line
     /// `G games, P positions in T s: R positions/s, R/W per worker; ...`.
     Gen(GenCommand),
 }
@@ -32,7 +33,8 @@ pub enum DistillCommand {
 /// atomically, with the settings in `generation.txt`.
 ///
 /// Every position is analysed, the opening's too; the opening's moves
-/// are played as given, then the engine's best move. Prints a last line
+/// are played as given, then the engine's best move (or, with
+/// --explore, sometimes a random one). Prints a last line
 /// `G games, P positions in T s: R positions/s, R/W per worker; ...`.
 #[derive(clap::Args, Debug)]
 pub struct GenCommand {
@@ -72,6 +74,13 @@ pub struct GenCommand {
     /// Plies after which a game is a draw; 0 leaves it to the rules.
     #[arg(long, default_value_t = 400)]
     pub ply_cap: u32,
+    /// The chance that a move after the opening is a uniformly random legal
+    /// move instead of the engine's best (0 to 1). The positions a mistake
+    /// leads to are analysed like every other, so the student also learns
+    /// what a blunder costs and how to punish one, which the engine's own
+    /// games never show it. Drawn from --seed and the game's index.
+    #[arg(long, default_value_t = 0.0)]
+    pub explore: f64,
     /// The engine's hash table in MiB (when it has a `Hash` option).
     #[arg(long, default_value_t = 16)]
     pub hash: u32,
@@ -114,6 +123,7 @@ impl GenCommand {
             openings: self.openings,
             seed: self.seed,
             ply_cap: self.ply_cap,
+            explore: self.explore,
             hash: self.hash,
             options: self.options,
             resume: self.resume,

@@ -23,28 +23,30 @@ fn teacher_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Checks every game in `dir`: candidates legal (the reader checks),
-/// at most `multipv`, the played move among them after the opening, and
-/// soft targets that sum to 1 in the order of the scores.
+/// at most `multipv`, the played move the engine's best after the opening
+/// (all but `explored` of them), and soft targets that sum to 1 in the order
+/// of the scores. The positions.
 fn check_games<G: Game>(dir: &Path, multipv: usize, opening_plies: usize) -> usize {
+    check_explored_games::<G>(dir, multipv, opening_plies, 0)
+}
+
+fn check_explored_games<G: Game>(dir: &Path, multipv: usize, opening_plies: usize, explored: usize) -> usize {
     let mut positions = 0;
+    let mut not_best = 0;
     for file in teacher_files(dir) {
         let game = TeacherGame::<G>::read(&file).unwrap();
         assert!(game.moves.len() > opening_plies, "{}", file.display());
         for (ply, (candidates, played)) in game.candidates.iter().zip(&game.moves).enumerate() {
             assert!((1..=multipv).contains(&candidates.len()), "{candidates:?}");
-            if ply >= opening_plies {
-                assert_eq!(
-                    candidates[0].mv,
-                    *played,
-                    "ply {ply} of {}: the engine plays its best line",
-                    file.display()
-                );
+            if ply >= opening_plies && candidates[0].mv != *played {
+                not_best += 1;
             }
             let shares = policy_target(candidates, PolicyTarget::Soft { temperature: 1.0 });
             assert!((shares.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{shares:?}");
         }
         positions += game.moves.len();
     }
+    assert_eq!(not_best, explored, "moves after the opening other than the engine's best");
     positions
 }
 
@@ -101,6 +103,36 @@ fn stockfish_teaches_chess_on_two_workers_and_a_generation_resumes() {
     assert!(stderr(&more).contains("1 of 4 games to play"), "{}", stderr(&more));
     assert_eq!(teacher_files(&out).len(), 4);
     assert_eq!(std::fs::read(&teacher_files(&out)[0]).unwrap(), first);
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn explored_games_play_random_moves_and_keep_the_engines_analysis() {
+    let Some(engine) = locate("stockfish") else { return };
+    let out = scratch("distill-explore");
+    let _ = std::fs::remove_dir_all(&out);
+    let args =
+        [&gen_args(engine.to_str().unwrap(), "chess", out.to_str().unwrap(), "2")[..], &["--explore", "0.5"]].concat();
+    let run = capa(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    // Half the moves after the opening are drawn at random; a random move
+    // is the engine's best about once in twenty or thirty.
+    let mut random = 0;
+    let mut after_opening = 0;
+    for file in teacher_files(&out) {
+        let game = TeacherGame::<Chess>::read(&file).unwrap();
+        for (candidates, played) in game.candidates.iter().zip(&game.moves).skip(2) {
+            after_opening += 1;
+            random += usize::from(candidates[0].mv != *played);
+        }
+    }
+    assert!(
+        after_opening >= 20 && random * 5 >= after_opening && random * 5 <= after_opening * 4,
+        "{random} of {after_opening}"
+    );
+    check_explored_games::<Chess>(&out, 4, 2, random);
+    let settings = std::fs::read_to_string(out.join("generation.txt")).unwrap();
+    assert!(settings.ends_with("explore 0.5\n"), "{settings}");
     std::fs::remove_dir_all(&out).unwrap();
 }
 
@@ -178,11 +210,13 @@ fn generation_errors_are_clear() {
     assert!(stderr(&resume).contains("holds no generation to continue"), "{}", stderr(&resume));
     let zero = capa(&gen_args("stockfish", "chess", out_s, "0"));
     assert!(stderr(&zero).contains("must each be at least 1"), "{}", stderr(&zero));
+    let explore = capa(&[&gen_args("stockfish", "chess", out_s, "1")[..], &["--explore", "1.5"]].concat());
+    assert!(stderr(&explore).contains("--explore is a probability"), "{}", stderr(&explore));
     if let Some(engine) = locate("stockfish") {
         let chess_only = capa(&gen_args(engine.to_str().unwrap(), "capablanca", out_s, "1"));
         assert!(stderr(&chess_only).contains("cannot play capablanca"), "{}", stderr(&chess_only));
     }
-    for s in [&stderr(&missing), &stderr(&resume), &stderr(&zero)] {
+    for s in [&stderr(&missing), &stderr(&resume), &stderr(&zero), &stderr(&explore)] {
         assert!(!s.contains("panicked"), "{s}");
     }
 }

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_mcts::{Rng, random_opening};
-use capa_rules::{Game, History};
+use capa_mcts::{Rng, mix, random_opening};
+use capa_rules::{Game, History, MoveList};
 use capa_uci::{Go, UciEngine, position_command};
 
 use crate::{
@@ -26,6 +26,8 @@ use crate::{
 const SETTINGS: &str = "generation.txt";
 /// Spreads the games' opening seeds.
 const GAME_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+/// Keeps the exploration draws apart from the openings'.
+const EXPLORE_SEED: u64 = 0x6a09_e667_f3bc_c908;
 /// Failed games in a row, all workers together, before the generation stops.
 const MAX_FAILURES_IN_A_ROW: usize = 3;
 
@@ -52,6 +54,9 @@ pub struct Generation {
     pub seed: u64,
     /// Plies after which a game is drawn (none if 0).
     pub ply_cap: u32,
+    /// The chance that a move after the opening is a uniformly random legal
+    /// move rather than the engine's best (0 to 1).
+    pub explore: f64,
     /// The engine's hash table, in MiB.
     pub hash: u32,
     /// More engine options.
@@ -70,8 +75,11 @@ impl Generation {
             || format!("random plies {} seed {}", self.random_plies, self.seed),
             |path| format!("file {}", path.display()),
         );
+        // Without exploration the settings read as before it existed, so that
+        // older generations still resume.
+        let explore = if self.explore > 0.0 { format!("explore {}\n", self.explore) } else { String::new() };
         format!(
-            "engine {}\ngame {}\ndepth {}\nmultipv {}\nopenings {openings}\nply cap {}\nhash {}\noptions {}\n",
+            "engine {}\ngame {}\ndepth {}\nmultipv {}\nopenings {openings}\nply cap {}\nhash {}\noptions {}\n{explore}",
             self.engine,
             G::NAME,
             self.depth,
@@ -143,6 +151,9 @@ pub struct GenerationSummary {
 pub fn generate<G: Game>(args: &Generation, on_event: &(dyn Fn(GenerationEvent) + Sync)) -> Result<GenerationSummary> {
     if args.games == 0 || args.workers == 0 || args.depth == 0 || args.multipv == 0 {
         bail!("--games, --workers, --depth and --multipv must each be at least 1");
+    }
+    if !(0.0..=1.0).contains(&args.explore) {
+        bail!("--explore is a probability: {} is not between 0 and 1", args.explore);
     }
     let openings: Vec<History<G>> = match &args.openings {
         Some(path) => read_openings(path)?,
@@ -250,7 +261,8 @@ fn worker<G: Game>(
                 engine = Some(start_engine::<G>(args)?);
             }
             let (uci, teacher) = engine.as_mut().expect("just started");
-            result = play_game(uci, teacher, &opening, args);
+            let explore = Rng::new(mix(args.seed ^ EXPLORE_SEED, index as u64));
+            result = play_game(uci, teacher, &opening, explore, args);
             match &result {
                 Ok(_) => break,
                 Err(e) => {
@@ -300,13 +312,16 @@ fn start_engine<G: Game>(args: &Generation) -> Result<(UciEngine, String)> {
 }
 
 /// Plays one game from `opening`: every position analysed, the opening's
-/// moves played as they are, then the engine's best moves.
+/// moves played as they are, then the engine's best moves, each replaced by
+/// a random legal move with the chance `args.explore` (drawn from `explore`).
 fn play_game<G: Game>(
     engine: &mut UciEngine,
     teacher: &str,
     opening: &History<G>,
+    mut explore: Rng,
     args: &Generation,
 ) -> Result<TeacherGame<G>> {
+    let mut legal = MoveList::new();
     engine.new_game()?;
     let mut history = History::new(opening.start().clone());
     if args.ply_cap > 0 {
@@ -336,7 +351,14 @@ fn play_game<G: Game>(
         if listed.is_empty() {
             bail!("`{}` sent no scored line before its move in {}", args.engine, position.fen());
         }
-        let played = opening.moves().get(history.moves().len()).copied().unwrap_or(best);
+        let played = match opening.moves().get(history.moves().len()) {
+            Some(&mv) => mv,
+            None if args.explore > 0.0 && explore.uniform() < args.explore => {
+                position.legal_moves(&mut legal);
+                legal[(explore.next_u64() % legal.len() as u64) as usize]
+            }
+            None => best,
+        };
         candidates.push(listed);
         history.play(played);
     };
