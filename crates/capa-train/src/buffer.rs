@@ -34,6 +34,8 @@ struct Stored<G: NetGame> {
     repeated: Vec<bool>,
     /// The plies that are training positions.
     samples: Vec<u32>,
+    /// Share of the root value in this game's value targets.
+    q_weight: f32,
 }
 
 /// A batch on the host, ready to become tensors.
@@ -99,6 +101,12 @@ impl<G: NetGame> ReplayBuffer<G> {
 
     /// Adds a game (newest last), dropping the oldest games that fall out of the window.
     pub fn push(&mut self, record: GameRecord<G>) {
+        self.push_with_q_weight(record, self.value.q_weight);
+    }
+
+    /// [`push`](Self::push) with a value target of its own: a teacher's game
+    /// in a self-play buffer keeps the target it was distilled with.
+    pub fn push_with_q_weight(&mut self, record: GameRecord<G>, q_weight: f32) {
         let mut history = History::new(record.start.clone());
         let mut repeated = Vec::with_capacity(record.moves.len() + 1);
         repeated.push(false);
@@ -110,7 +118,7 @@ impl<G: NetGame> ReplayBuffer<G> {
         let samples: Vec<u32> =
             record.plies.iter().enumerate().filter(|(_, p)| self.value.trains_on(p)).map(|(i, _)| i as u32).collect();
         self.positions += samples.len();
-        self.games.push_back(Stored { record, positions, repeated, samples });
+        self.games.push_back(Stored { record, positions, repeated, samples, q_weight });
         while self.games.len() > 1 && self.positions - self.games[0].samples.len() >= self.window {
             let oldest = self.games.pop_front().expect("more than one");
             self.positions -= oldest.samples.len();
@@ -186,7 +194,6 @@ impl<G: NetGame> ReplayBuffer<G> {
             moves_left: vec![0.0; size],
             future: vec![0.0; size * policy_size],
         };
-        let q_weight = self.value.q_weight;
         picks
             .par_iter()
             .zip(batch.planes.par_chunks_mut(G::INPUT_LEN))
@@ -218,7 +225,7 @@ impl<G: NetGame> ReplayBuffer<G> {
                 let q_wdl =
                     [(1.0 + root.q - root.d) / 2.0, root.d, (1.0 - root.q - root.d) / 2.0].map(|v| v.clamp(0.0, 1.0));
                 for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
-                    *target = (1.0 - q_weight) * z + q_weight * q;
+                    *target = (1.0 - game.q_weight) * z + game.q_weight * q;
                 }
                 *moves_left = (game.record.moves.len() - ply) as f32;
                 if let Some(&next) = game.record.moves.get(ply + 2) {
@@ -312,6 +319,22 @@ mod tests {
         let positions = record.history().positions().to_vec();
         Chess::encode(&positions[..=2], &[false; 3], &mut expected);
         assert_eq!(&batch.planes[Chess::INPUT_LEN..2 * Chess::INPUT_LEN], &expected[..]);
+    }
+
+    #[test]
+    fn a_game_pushed_with_its_own_q_weight_keeps_it() {
+        let mut buffer =
+            ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.0, fast_plies: false });
+        buffer.push(game(Some(Color::White)));
+        buffer.push_with_q_weight(game(Some(Color::White)), 1.0);
+        let batch = buffer.encode(&[(0, 0), (1, 0)]);
+        assert_eq!(&batch.wdl[..3], &[1.0, 0.0, 0.0], "the buffer's target: the result");
+        let root = [0.65, 0.2, 0.15];
+        assert!(
+            batch.wdl[3..].iter().zip(root).all(|(a, e)| (a - e).abs() < 1e-6),
+            "the root's: {:?}",
+            &batch.wdl[3..]
+        );
     }
 
     #[test]

@@ -437,10 +437,13 @@ pub struct DistillSection {
     /// memorises them through the result; the teacher's evaluation is a
     /// target of each position's own.
     pub value_q_weight: f32,
-    /// With `epochs` > 0: the teacher's training games fill the replay
-    /// buffer before the first self-play game, and the network's own games
-    /// push them out as they come, so that the first self-play iterations
-    /// do not train on a few dozen games alone.
+    /// With `epochs` > 0, or `data` given to a self-play run (one that goes
+    /// on from a distilled network through `run.init`): the teacher's
+    /// training games fill the replay buffer before the first self-play
+    /// game, and the network's own games push them out as they come, so
+    /// that the first self-play iterations do not train on a few dozen games
+    /// alone. They keep the value target of `value_q_weight`;
+    /// `train.value_q_weight` is the own games'.
     pub seed_buffer: bool,
 }
 

@@ -43,12 +43,15 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
 ) -> Result<Finish> {
     let Resumed { mut trainer, first_iteration, mut network, curriculum_elo: resumed_elo } =
         start_trainer::<B>(config, dir, device)?;
+    let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
+    if first_iteration > last {
+        return Ok(Finish::Completed);
+    }
     let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
     let settings = SelfPlaySettings::new(&config.selfplay, &config.game);
     // Workers play their own games: the curriculum is the trainer's.
     let mut curriculum =
         if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, resumed_elo)? } else { None };
-    let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
     for iteration in first_iteration..=last {
         let started = Instant::now();
         // Self-play with the newest network, or the workers' games.
@@ -173,12 +176,14 @@ fn rebuild_buffer<G: NetGame>(
     let own = window_games::<G>(config, dir, &files)?;
     let own_positions: usize = own.iter().map(|r| r.plies.iter().filter(|p| value.trains_on(p)).count()).sum();
     // Only while the run's own games leave room in the window: oldest
-    // first, so that they push the teacher's out.
-    if config.distill.epochs > 0 && config.distill.seed_buffer && own_positions < config.buffer.window {
+    // first, so that they push the teacher's out. They keep the value
+    // target they were distilled with.
+    let teacher = config.distill.epochs > 0 || !config.distill.data.as_os_str().is_empty();
+    if teacher && config.distill.seed_buffer && own_positions < config.buffer.window {
         let distill = &config.distill;
         read_teacher::<G>(&distill.data, distill.policy_target(), distill.holdout, |record, held| {
             if !held {
-                buffer.push(record);
+                buffer.push_with_q_weight(record, distill.value_q_weight);
             }
         })?;
         tracing::info!(

@@ -613,10 +613,16 @@ fn distillation_trains_on_teacher_games_and_resumes() {
     assert_clean(&run);
 
     // Teacher first, then self-play, in one run: the first epoch distils,
-    // the second iteration plays and trains on its own games.
+    // the second iteration plays and trains on its own games. Stopped after
+    // the epoch (as the CPU recipe's stages are), the run plays nothing yet.
     let phased = dir.join("phased");
-    let phases = [&data_set, "distill.holdout=0.2", "distill.epochs=1", "run.iterations=2", "selfplay.games=2"];
-    train(&config, &phased, &phases);
+    let phases = [&data_set, "distill.holdout=0.2", "distill.epochs=1", "selfplay.games=2"];
+    let output = train(&config, &phased, &[&phases[..], &["run.iterations=1"]].concat());
+    assert_eq!(metric_iterations(&phased), [1]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("replay buffer") && game_files(&phased).is_empty(), "{stderr}");
+    let output = train(&config, &phased, &[&phases[..], &["run.iterations=2"]].concat());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("replay buffer"));
     assert_eq!(metric_iterations(&phased), [1, 2]);
     let metrics = std::fs::read_to_string(phased.join("metrics.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
