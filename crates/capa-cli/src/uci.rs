@@ -36,8 +36,10 @@ const CHUNK_TIME: Duration = Duration::from_millis(50);
 /// Time between `info` lines during a search.
 const INFO_EVERY: Duration = Duration::from_millis(1000);
 /// Leaves gathered per round: small enough that searches of a few hundred
-/// playouts stay selective, large enough to keep the network busy.
-const DEFAULT_MINIBATCH: u16 = 32;
+/// playouts stay selective (on 2 CPU cores at `movetime 200`, about 200
+/// playouts, 8 beat 32 by 35 wins, 2 draws, 3 losses), large enough to
+/// keep the network busy.
+const DEFAULT_MINIBATCH: u16 = 8;
 /// Evaluations the cache keeps by default (a few hundred bytes each).
 const DEFAULT_CACHE: usize = 200_000;
 
@@ -55,7 +57,7 @@ const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 /// ProveMateInOne (a position where the side to move mates at once is
 /// proven lost for the side that moved into it; on by default),
 /// Temperature (0 plays the most visited move), MinibatchSize (leaves
-/// per network batch, 32), NNCacheSize (evaluations kept so that a
+/// per network batch, 8), NNCacheSize (evaluations kept so that a
 /// position seen again costs no network call, 200000; 0 turns the cache
 /// off), MoveOverhead (ms kept back from each move's
 /// time), Backend and Device (the network reloads on the next `isready`
