@@ -478,6 +478,11 @@ impl RunConfig {
         self.run.mode == RunMode::Distill || self.distill.epochs > 0
     }
 
+    /// The run's last iteration: `run.iterations`, or no end when it is 0.
+    pub fn last_iteration(&self) -> u64 {
+        if self.run.iterations == 0 { u64::MAX } else { self.run.iterations }
+    }
+
     /// Reads `path` and applies `sets` (`section.key=value`, in order).
     ///
     /// # Errors

@@ -112,7 +112,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Result<Finish> {
         let Loop { config, dir, stop, .. } = self;
-        let all = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
+        let all = config.last_iteration();
         match config.run.mode {
             RunMode::Distill => distill::<B, G>(config, dir, stop, &device, all),
             RunMode::SelfPlay => {

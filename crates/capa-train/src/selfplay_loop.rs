@@ -43,7 +43,7 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
 ) -> Result<Finish> {
     let Resumed { mut trainer, first_iteration, mut network, curriculum_elo: resumed_elo } =
         start_trainer::<B>(config, dir, device)?;
-    let last = if config.run.iterations == 0 { u64::MAX } else { config.run.iterations };
+    let last = config.last_iteration();
     if first_iteration > last {
         return Ok(Finish::Completed);
     }
@@ -178,7 +178,8 @@ fn rebuild_buffer<G: NetGame>(
     // Only while the run's own games leave room in the window: oldest
     // first, so that they push the teacher's out. They keep the value
     // target they were distilled with.
-    let teacher = config.distill.epochs > 0 || !config.distill.data.as_os_str().is_empty();
+    // A run that distils has checked that `distill.data` is a folder.
+    let teacher = !config.distill.data.as_os_str().is_empty();
     if teacher && config.distill.seed_buffer && own_positions < config.buffer.window {
         let distill = &config.distill;
         read_teacher::<G>(&distill.data, distill.policy_target(), distill.holdout, |record, held| {
