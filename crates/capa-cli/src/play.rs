@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use capa_data::{centipawns, write_atomically};
-use capa_mcts::{Limits, SearchParams, Tree};
+use capa_mcts::{Limits, PLAY_PARALLEL_SIMS, SearchParams, Tree};
 use capa_net::{GameKind, NetEvaluator, NetGame};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -96,7 +96,7 @@ impl<G: NetGame> Engine<G> {
 
     /// The engine's move in `history`, and a line describing it.
     fn reply(&self, history: &History<G>) -> Result<(G::Move, String)> {
-        let params = SearchParams { parallel_sims: 32, ..SearchParams::default() };
+        let params = SearchParams { parallel_sims: PLAY_PARALLEL_SIMS, ..SearchParams::default() };
         let mut tree = Tree::new(history.clone(), params, 0).map_err(|e| anyhow::anyhow!("{e}"))?;
         let result = tree.search(&self.evaluator, Limits::playouts(self.nodes)).map_err(|e| anyhow::anyhow!("{e}"))?;
         let best = result.best().context("the search found no move")?;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_data::centipawns;
-use capa_mcts::{CachedEvaluator, Limits, MoveInfo, Proof, Rng, SearchParams, SearchResult, Tree};
+use capa_mcts::{CachedEvaluator, Limits, MoveInfo, PLAY_PARALLEL_SIMS, Proof, Rng, SearchParams, SearchResult, Tree};
 use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame};
 
 use crate::args::DeviceArgs;
@@ -35,11 +35,6 @@ const FIRST_CHUNK: u32 = 32;
 const CHUNK_TIME: Duration = Duration::from_millis(50);
 /// Time between `info` lines during a search.
 const INFO_EVERY: Duration = Duration::from_millis(1000);
-/// Leaves gathered per round: small enough that searches of a few hundred
-/// playouts stay selective (on 2 CPU cores at `movetime 200`, about 200
-/// playouts, 8 beat 32 by 35 wins, 2 draws, 3 losses), large enough to
-/// keep the network busy.
-const DEFAULT_MINIBATCH: u16 = 8;
 /// Evaluations the cache keeps by default (a few hundred bytes each).
 const DEFAULT_CACHE: usize = 200_000;
 
@@ -156,7 +151,7 @@ impl<G: NetGame> Engine<G> {
                 contempt: defaults.contempt,
                 prove_mate_in_one: defaults.prove_mate_in_one,
                 temperature: 0.0,
-                minibatch: DEFAULT_MINIBATCH,
+                minibatch: PLAY_PARALLEL_SIMS,
                 cache: DEFAULT_CACHE,
                 move_overhead: Duration::from_millis(30),
                 backend: args.device.backend,

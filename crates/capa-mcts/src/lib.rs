@@ -34,7 +34,7 @@ pub use driver::search_many;
 pub use evaluator::{
     EvalError, Evaluations, Evaluator, HISTORY_LEN, LeafRequest, RandomEvaluator, UniformEvaluator, Value,
 };
-pub use params::{DirichletNoise, KldStop, MAX_PER_ROUND, MovesLeftUtility, SearchParams};
+pub use params::{DirichletNoise, KldStop, MAX_PER_ROUND, MovesLeftUtility, PLAY_PARALLEL_SIMS, SearchParams};
 pub use result::{MoveInfo, Proof, SearchResult, StopReason};
 pub use rng::{Rng, mix};
 pub use selfplay::{PlayoutCap, Temperature, random_opening};

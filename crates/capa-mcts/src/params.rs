@@ -117,6 +117,13 @@ impl Default for KldStop {
     }
 }
 
+/// Leaves per network batch when the network plays a game at a few hundred
+/// playouts (`capa uci`'s MinibatchSize default, `capa play`): small enough
+/// that virtual loss does not spread a batch over the root's moves (on 2 CPU
+/// cores at `movetime 200`, about 200 playouts, 8 beat 32 by 35 wins, 2
+/// draws, 3 losses), large enough to keep the network busy.
+pub const PLAY_PARALLEL_SIMS: u16 = 8;
+
 /// The most leaves, or collisions, one game may gather per round: in-flight
 /// counts are 16-bit, and in analysis mode a node can be on one path up to
 /// three times (3 x 2 x 8192 < 65536).
