@@ -7,14 +7,14 @@
 # there after each of the first ones, so that the run's first ladder Elo
 # lands within 30 minutes and the next ones follow at least that often.
 #
-#   scripts/capablanca-cpu.sh            # about 80 minutes on 2 cores
+#   scripts/capablanca-cpu.sh            # about 115 minutes on 2 cores
 #   GAMES=400 scripts/capablanca-cpu.sh  # fewer teacher games, for a try
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=configs/capablanca-cpu.toml
 run=runs/capablanca-cpu
 teacher=$run/teacher
-games=${GAMES:-4000}
+games=${GAMES:-5000}
 
 cargo build --release --bin capa --bin capa-train
 
