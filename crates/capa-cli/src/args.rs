@@ -14,7 +14,8 @@ pub struct DeviceArgs {
     /// The backend: `cpu`, `wgpu` or `cuda` (the last two need the cargo features of the same name).
     #[arg(long, default_value = "cpu")]
     pub backend: BackendKind,
-    /// The device's index on the backend.
+    /// The device's index on the backend. For wgpu, among the adapters Vulkan (Metal, DX12)
+    /// lists, discrete GPUs first, then integrated, virtual, and a CPU-type one such as lavapipe.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
 }

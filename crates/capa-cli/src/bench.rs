@@ -142,6 +142,7 @@ impl BenchCommand {
                 config.transformer_blocks = transformer_blocks.unwrap_or(config.transformer_blocks);
                 config.policy_head = policy_head.unwrap_or(config.policy_head);
                 config.validate()?;
+                println!("device {}", device.spec().describe());
                 let args = NetBench { config, batch: batch as usize, seconds };
                 capa_net::with_backend(device.spec(), &args)??;
                 Ok(())

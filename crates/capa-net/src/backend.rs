@@ -79,6 +79,20 @@ pub struct DeviceSpec {
 impl DeviceSpec {
     /// The CPU.
     pub const CPU: DeviceSpec = DeviceSpec { backend: BackendKind::Cpu, index: 0 };
+
+    /// The device for a log line, e.g. `wgpu:0, llvmpipe (CPU-type, Vulkan)`:
+    /// for wgpu the adapter (a user with a GPU should not find the software
+    /// one there), otherwise the spec itself.
+    pub fn describe(&self) -> String {
+        #[cfg(feature = "wgpu")]
+        if self.backend == BackendKind::Wgpu {
+            return match crate::wgpu_adapter::adapters().get(self.index) {
+                Some(adapter) => format!("{self}, {}", adapter.description),
+                None => format!("{self}, no such adapter"),
+            };
+        }
+        self.to_string()
+    }
 }
 
 impl fmt::Display for DeviceSpec {
@@ -159,8 +173,9 @@ fn run_cpu<T: BackendTask>(_: DeviceSpec, _: T) -> Result<T::Output, NetError> {
 
 #[cfg(feature = "wgpu")]
 fn run_wgpu<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
-    use burn::backend::{Autodiff, Wgpu, wgpu::WgpuDevice};
-    run_guarded(spec, || task.run::<Autodiff<Wgpu>>(WgpuDevice::DiscreteGpu(spec.index)))
+    use burn::backend::{Autodiff, Wgpu};
+    let adapter = crate::wgpu_adapter::open(spec.index)?;
+    run_guarded(spec, || task.run::<Autodiff<Wgpu>>(adapter.device))
 }
 
 #[cfg(not(feature = "wgpu"))]
@@ -191,13 +206,38 @@ fn run_cuda<T: BackendTask>(_: DeviceSpec, _: T) -> Result<T::Output, NetError> 
 /// on a device index that does not exist or a device it cannot open.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn run_guarded<R>(spec: DeviceSpec, task: impl FnOnce() -> R) -> Result<R, NetError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).map_err(|panic| {
-        let reason = panic
+    quietly(task).map_err(|reason| NetError::Backend(format!("device {spec} failed: {reason}")))
+}
+
+/// Runs `f`, turning a panic into its message. The panic is not printed
+/// (nor its backtrace) unless `RUST_BACKTRACE` is set: the caller reports it
+/// as an error. Panics on other threads print as usual.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    use std::cell::Cell;
+    thread_local! {
+        static QUIET: Cell<bool> = const { Cell::new(false) };
+    }
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let quiet = std::env::var_os("RUST_BACKTRACE").is_none();
+    let was = QUIET.with(|q| q.replace(quiet));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    result.map_err(|panic| {
+        panic
             .downcast_ref::<String>()
             .map(String::as_str)
             .or(panic.downcast_ref::<&str>().copied())
-            .unwrap_or("no reason given");
-        NetError::Backend(format!("device {spec} failed: {reason}; check the device index"))
+            .unwrap_or("no reason given")
+            .to_string()
     })
 }
 

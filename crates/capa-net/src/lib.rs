@@ -28,6 +28,8 @@ mod model;
 mod ops;
 mod store;
 mod train;
+#[cfg(feature = "wgpu")]
+mod wgpu_adapter;
 
 use std::path::PathBuf;
 

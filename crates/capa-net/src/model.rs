@@ -744,7 +744,7 @@ mod tests {
         use crate::ops::{moving_average_with_tensor_ops, sum_of_squares_with_tensor_ops};
         let normal = |len: usize| Tensor::<Flex, 1>::random([len], Distribution::Normal(0.0, 1.0), &FlexDevice);
         let wrap = |t| Tensor::<Flex, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(t));
-        for len in [1, 1000, 70_001] {
+        for len in [1, 1000, 8192, 70_001] {
             let (average, current) = (normal(len), normal(len));
             let [a, c] = [&average, &current].map(|t| t.clone().into_primitive().tensor());
             let ours = <Flex as CapaBackend>::moving_average(a.clone(), c.clone(), 0.999);

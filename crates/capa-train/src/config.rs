@@ -62,7 +62,8 @@ pub struct RunSection {
     pub iterations: u64,
     /// `cpu`, `wgpu` or `cuda`.
     pub backend: BackendKind,
-    /// The device's index on the backend.
+    /// The device's index on the backend (for wgpu: discrete GPUs first, then
+    /// integrated, virtual, CPU-type).
     pub device: usize,
     /// `selfplay`: learn from the network's own games; `distill`: from a
     /// teacher's (`[distill]`), an epoch per iteration.

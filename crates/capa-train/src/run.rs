@@ -25,7 +25,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendTask, CapaAutodiffBackend, GameKind, NetGame, with_backend};
+use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, GameKind, NetGame, with_backend};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 
@@ -56,6 +56,9 @@ pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
     let dir = RunDir::open(&config.run.dir)?;
     let _only_trainer = dir.lock()?;
     prepare(config, &dir)?;
+    if config.run.backend != BackendKind::Cpu {
+        eprintln!("device {}", config.device().describe());
+    }
     match config.game.name {
         GameKind::Capablanca => with_backend(config.device(), Loop::<Capablanca>::new(config, &dir, stop))?,
         GameKind::Chess => with_backend(config.device(), Loop::<Chess>::new(config, &dir, stop))?,

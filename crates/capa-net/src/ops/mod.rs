@@ -322,9 +322,27 @@ pub(crate) fn moving_average_with_tensor_ops<B: Backend>(
     (average.mul_scalar(decay) + current.mul_scalar(1.0 - decay)).into_primitive().tensor()
 }
 
+/// In two stages, rows of [`PARTIAL_SUM`] then the rows' sums (and the
+/// remainder apart): burn 0.21's wgpu backend sums a whole tensor of a
+/// million elements wrongly (on Mesa's lavapipe it was off by 90% at
+/// 1,000,000 and right at 100,000), and the largest weights of a network (the
+/// dense policy head's) pass that.
 pub(crate) fn sum_of_squares_with_tensor_ops<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
-    flat::<B>(x).powi_scalar(2).sum().into_primitive().tensor()
+    let squares = flat::<B>(x).powi_scalar(2);
+    let elements = squares.dims()[0];
+    let rows = elements / PARTIAL_SUM;
+    if rows < 2 {
+        return squares.sum().into_primitive().tensor();
+    }
+    let whole = rows * PARTIAL_SUM;
+    let sum = squares.clone().narrow(0, 0, whole).reshape([rows, PARTIAL_SUM]).sum_dim(1).sum();
+    let sum = if whole < elements { sum + squares.narrow(0, whole, elements - whole).sum() } else { sum };
+    sum.into_primitive().tensor()
 }
+
+/// The longest run of elements one reduction sums in
+/// [`sum_of_squares_with_tensor_ops`].
+const PARTIAL_SUM: usize = 4096;
 
 pub(crate) fn adamw_step_with_tensor_ops<B: Backend>(
     weight: FloatTensor<B>,

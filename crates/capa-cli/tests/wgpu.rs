@@ -1,0 +1,53 @@
+//! `capa` on the wgpu backend (Mesa's lavapipe in CI): the UCI engine
+//! searching with it, and the error for a machine without any adapter.
+
+use std::process::Command;
+
+use capa_net::burn::backend::Flex;
+use capa_net::burn::backend::flex::FlexDevice;
+use capa_net::{GameKind, Net, NetConfig, save_net};
+use capa_rules::Game;
+use capa_rules::capablanca::Capablanca;
+use capa_uci::{Go, UciEngine};
+
+#[test]
+fn capa_uci_searches_on_wgpu() {
+    let dir = std::env::temp_dir().join(format!("capa-cli-wgpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("capablanca.safetensors");
+    let config = NetConfig {
+        channels: 16,
+        blocks: 1,
+        transformer_blocks: 1,
+        heads: 2,
+        groups: 4,
+        ..NetConfig::small(GameKind::Capablanca)
+    };
+    save_net(&Net::<Flex>::new(&config, &FlexDevice), &net).unwrap();
+    let command = format!("{} uci --net {} --backend wgpu", env!("CARGO_BIN_EXE_capa"), net.display());
+    let mut engine = UciEngine::start(&command).unwrap();
+    engine.new_game().unwrap();
+    let out = engine.go("startpos moves e2e4", Go::Nodes(16)).unwrap();
+    let best = out.best.expect("a move");
+    let mut position = Capablanca::startpos();
+    position.play(position.parse_uci("e2e4").unwrap());
+    assert!(position.parse_uci(&best).is_ok(), "{best} is legal");
+    assert!(out.lines.first().and_then(|line| line.nodes).is_some_and(|nodes| nodes >= 8), "{:?}", out.lines);
+}
+
+/// With no Vulkan driver to load, the GPU backend is a one-line error that
+/// says what to install: no panic, no backtrace.
+#[test]
+fn no_vulkan_driver_is_an_error_naming_what_to_install() {
+    let output = Command::new(env!("CARGO_BIN_EXE_capa"))
+        .args(["bench", "net", "--backend", "wgpu", "--channels", "8", "--blocks", "1", "--seconds", "0"])
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("mesa-vulkan-drivers") && stderr.contains("wgpu"), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+}
