@@ -82,12 +82,12 @@ fn assert_parity(what: &str, cpu: &Values, gpu: &Values, tolerance: impl Fn(&str
         let (mut worst, mut worst_scaled, mut at) = (0.0f32, 0.0f32, 0);
         for (i, (&g, &c)) in got.iter().zip(expected).enumerate() {
             let scaled = (g - c).abs() / (1.0 + c.abs());
-            if !(scaled <= worst_scaled) {
+            if scaled > worst_scaled || scaled.is_nan() {
                 (worst, worst_scaled, at) = ((g - c).abs(), scaled, i);
             }
         }
         eprintln!("{what}: {name:<28} max |diff| {worst:.2e} (scaled {worst_scaled:.2e}, limit {limit:.0e})");
-        if !(worst_scaled <= limit) {
+        if worst_scaled > limit || worst_scaled.is_nan() {
             failures.push(format!("{name}: element {at}: gpu {} cpu {}", got[at], expected[at]));
         }
     }
