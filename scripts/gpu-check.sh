@@ -1,64 +1,128 @@
 #!/usr/bin/env bash
-# The checks that run on the device machine (one NVIDIA GPU and many CPU
-# cores; no Rust and no network there). Build here, strip, carry, run there:
+# The one command for a bare GPU box (the NVIDIA driver, no Rust, no
+# network): checks what CUDA needs at run time, runs the parity tests on
+# CUDA, benchmarks the network in each precision and plays one short
+# self-play iteration, over binaries built on another machine.
 #
-#   cargo build --release --locked -p capa-cli -p capa-train --features cuda   # here
-#   strip target/release/capa target/release/capa-train             # the carried tree is limited to 64 MiB
-#   run: scripts/gpu-check.sh OUT_DIR   carry: target/release/capa target/release/capa-train
+#   scripts/gpu-check.sh --build   # here: builds and strips them into target/gpu-check/bin
+#   scripts/gpu-check.sh           # there, with target/gpu-check/bin carried (the device
+#                                  # tool carries at most 64 MiB)
 #
-# Figures go to OUT_DIR (default $OUT, which the device tool brings back):
-#   net-cuda.txt        capa bench net on CUDA, small and typical configs
-#   net-vs-torch.txt    the same against PyTorch on the same GPU (when torch is there)
+# The build pins the CUDA API to 12.8 (CUDARC_CUDA_VERSION; drivers from 570
+# on have it) and takes about half an hour on 2 cores. cubecl-cuda loads
+# libcuda (the driver) and NVRTC (CUDA's runtime compiler, not part of the
+# driver) when it starts; where NVRTC is missing the check says so and how to
+# supply it: a folder holding libnvrtc.so.* in CAPA_NVRTC_DIR, or in
+# target/gpu-check/nvrtc (e.g. unpacked from PyPI's nvidia-cuda-nvrtc-cu12
+# wheel, about 25 MB compressed).
+#
+# Everything goes to $OUT (default target/gpu-check/out):
+#   preflight.txt       the GPU, the driver, which CUDA libraries load
+#   parity.txt          the parity tests on CUDA device 0: every op and a training
+#                       step against the CPU backend, in f32, f16 and bf16
+#   net-cuda.txt        capa bench net for small and typical, batches 256 to 4096,
+#                       each precision: positions/s, TFLOP/s and the share of peak
+#   train-cuda.txt      one short self-play iteration of configs/capablanca.toml:
+#                       plies/s and the share of self-play spent in the network
 #   search-scaling.txt  the search over the machine's cores
-#   train-cuda.txt      one iteration of configs/capablanca.toml (fewer games), metrics.jsonl
-#   uci-cuda.txt        capa uci on CUDA: a match of that iteration's network against itself
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-${OUT:-target/gpu-check}}
-mkdir -p "$OUT"
-capa=${CAPA:-target/release/capa}
-capa_train=${CAPA_TRAIN:-target/release/capa-train}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1 || true
+bin=target/gpu-check/bin
 
-# The network on the GPU first: it is what this machine is for.
+if [ "${1:-}" = --build ]; then
+  set -e
+  export CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-12080}
+  cargo build --release --locked -p capa-cli -p capa-train --features capa-cli/cuda,capa-train/cuda
+  parity=$(cargo test --release --locked -p capa-net --features cuda --test wgpu --no-run \
+    --message-format=json | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -1)
+  mkdir -p "$bin"
+  cp target/release/capa target/release/capa-train "$bin/"
+  cp "$parity" "$bin/parity"
+  strip "$bin"/*
+  du -ch "$bin"/* target/gpu-check/nvrtc 2>/dev/null
+  exit 0
+fi
+
+OUT=${OUT:-target/gpu-check/out}
+mkdir -p "$OUT"
+say() { echo "$*" | tee -a "$OUT/preflight.txt"; }
+: > "$OUT/preflight.txt"
+
+# What CUDA needs at run time, and where the loader finds it.
+if nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >> "$OUT/preflight.txt" 2>&1; then
+  say "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+else
+  say "no NVIDIA driver answers (nvidia-smi failed): this is not a CUDA machine; nothing to check"
+  exit 1
+fi
+loads() { ldconfig -p 2>/dev/null | grep -q "$1" || ls ${LD_LIBRARY_PATH//:/ } 2>/dev/null | grep -q "^$1"; }
+if loads libcuda.so.1; then say "libcuda.so.1: found"; else say "libcuda.so.1: MISSING (the driver's library; reinstall the driver)"; fi
+if ! loads libnvrtc.so; then
+  for dir in "${CAPA_NVRTC_DIR:-}" target/gpu-check/nvrtc /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 \
+    /usr/lib/x86_64-linux-gnu /opt/conda/lib $(python3 -c 'import nvidia.cuda_nvrtc, os; print(os.path.dirname(nvidia.cuda_nvrtc.__file__) + "/lib")' 2>/dev/null); do
+    if [ -n "$dir" ] && ls "$dir"/libnvrtc.so* >/dev/null 2>&1; then
+      export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      say "NVRTC: found in $dir (put on LD_LIBRARY_PATH)"
+      break
+    fi
+  done
+fi
+if loads libnvrtc.so; then
+  say "NVRTC: $(ldconfig -p 2>/dev/null | grep -o 'libnvrtc.so[.0-9]*' | head -1) loads"
+else
+  say "NVRTC: MISSING. cubecl-cuda compiles every kernel with it. Supply it: install the CUDA toolkit,"
+  say "  or copy libnvrtc.so.12 and libnvrtc-builtins.so.12.* (pip's nvidia-cuda-nvrtc-cu12 wheel) into"
+  say "  target/gpu-check/nvrtc, or point CAPA_NVRTC_DIR at their folder; then run this again"
+  exit 1
+fi
+[ -x "$bin/capa" ] || { say "no $bin/capa: build with scripts/gpu-check.sh --build and carry $bin"; exit 1; }
+
+# Peak dense tensor-core TFLOP/s by GPU name (f16/bf16; f32 runs as TF32 at
+# half of it, or on CUDA cores at far less): the share of peak is against
+# these. PEAK_TFLOPS overrides.
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$gpu" in
+  *H200*|*H100*SXM*|*H100\ 80GB\ HBM3*) peak=989 ;;
+  *H100*) peak=756 ;;
+  *A100*) peak=312 ;;
+  *L40S*) peak=362 ;;
+  *) peak=0 ;;
+esac
+peak=${PEAK_TFLOPS:-$peak}
+say "gpu: $gpu, peak ${peak} TFLOP/s (f16/bf16 dense; 0: unknown, set PEAK_TFLOPS)"
+
+# Parity first: figures from a GPU that computes something else are worthless.
+CAPA_GPU_BACKEND=cuda CUBECL_AUTOTUNE_LEVEL=minimal timeout 900 "$bin/parity" --nocapture --test-threads 1 \
+  > "$OUT/parity.txt" 2>&1
+echo "parity: exit $? ($(grep -c '^test .* ok$' "$OUT/parity.txt") passed)" | tee -a "$OUT/preflight.txt"
+
+# The network: inference and training by batch and precision.
 {
-  for size in small typical; do
-    for variant in capablanca chess; do
-      echo "size $size variant $variant: $("$capa" bench net --backend cuda --size "$size" --variant "$variant" --batch 256 --seconds 3 | paste -sd ' ')"
+  for precision in f32 f16 bf16; do
+    for size in small typical; do
+      for batch in 256 1024 4096; do
+        echo "== size $size precision $precision batch $batch"
+        timeout 300 "$bin/capa" bench net --backend cuda --size "$size" --precision "$precision" --batch "$batch" \
+          --seconds 3 2>&1 | awk -v peak="$peak" '{ print } /tflop_per_s/ && peak > 0 {
+            for (i = 1; i < NF; i++) if ($i == "tflop_per_s") printf "  share of peak %.1f%%\n", 100 * $(i + 1) / peak }'
+      done
     done
   done
-  "$capa" bench net --backend cuda --size typical --batch 1024 --seconds 3 | paste -sd ' '
-} 2>&1 | tee "$OUT/net-cuda.txt"
+} > "$OUT/net-cuda.txt" 2>&1
 
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  for size in small typical; do
-    CAPA="$capa" BACKEND=cuda SIZE="$size" SECONDS=3 python3 benches/net_vs_torch.py
-  done 2>&1 | tee "$OUT/net-vs-torch.txt"
-fi
+# Self-play and training on CUDA: one short iteration of the Capablanca config.
+{
+  timeout 900 "$bin/capa-train" --config configs/capablanca.toml --set run.dir="$OUT/train-run" \
+    --set run.backend=cuda --set run.iterations=1 --set selfplay.games=256 --set train.steps=50 2>&1 |
+    tr '\r' '\n' | grep -v '^\s*$' | tail -20
+  cat "$OUT/train-run/metrics.jsonl" 2>/dev/null
+} > "$OUT/train-cuda.txt" 2>&1
+rm -rf "$OUT/train-run"
 
 {
   echo "cores $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
   for threads in 1 4 16; do
-    for variant in chess capablanca; do
-      echo "threads $threads: $("$capa" bench search --variant "$variant" --nodes $((200000 * threads)) --threads "$threads" | paste -sd ' ')"
-    done
+    echo "threads $threads: $("$bin/capa" bench search --variant capablanca --nodes $((200000 * threads)) --threads "$threads" | paste -sd ' ')"
   done
-} 2>&1 | tee "$OUT/search-scaling.txt"
-
-# The trainer on the typical config: self-play positions per second, the
-# share of the network in self-play, training speed (one short iteration).
-if [ -x "$capa_train" ]; then
-  {
-    "$capa_train" --config configs/capablanca.toml --set run.dir="$OUT/train-run" --set run.iterations=1 \
-      --set selfplay.games=256 --set train.steps=50
-    cat "$OUT/train-run/metrics.jsonl"
-  } 2>&1 | tr '\r' '\n' | grep -v '^\s*$' | tail -20 | tee "$OUT/train-cuda.txt"
-fi
-
-# The UCI engine on CUDA: the trained network against itself through
-# `capa match` (two `capa uci` processes on the GPU), 800 nodes a move.
-if [ -x "$capa_train" ] && [ -d "$OUT/train-run/nets" ]; then
-  net=$(ls "$OUT/train-run/nets"/*.safetensors | head -1)
-  "$capa" match "$net" "$net" --games 4 --nodes 800 --backend cuda --ply-cap 120 2>&1 | tail -3 | tee "$OUT/uci-cuda.txt"
-fi
-rm -rf "$OUT/train-run"
+} > "$OUT/search-scaling.txt" 2>&1
+tail -n 3 "$OUT"/*.txt

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use capa_net::{BackendKind, DeviceSpec, GameKind};
+use capa_net::{BackendKind, DeviceSpec, GameKind, Precision};
 use capa_play::{MoveLimit, Sprt};
 use clap::ValueEnum;
 
@@ -18,12 +18,16 @@ pub struct DeviceArgs {
     /// lists, discrete GPUs first, then integrated, virtual, and a CPU-type one such as lavapipe.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// The network's arithmetic: `f32`, or on a GPU backend `f16` or `bf16` (CUDA; wgpu
+    /// has no bf16). A device that lacks the type is an error saying so.
+    #[arg(long, default_value = "f32")]
+    pub precision: Precision,
 }
 
 impl DeviceArgs {
     /// The device as capa-net names it.
     pub fn spec(&self) -> DeviceSpec {
-        DeviceSpec { backend: self.backend, index: self.device }
+        DeviceSpec { backend: self.backend, index: self.device, precision: self.precision }
     }
 }
 

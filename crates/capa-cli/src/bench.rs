@@ -143,7 +143,7 @@ impl BenchCommand {
                 config.policy_head = policy_head.unwrap_or(config.policy_head);
                 config.validate()?;
                 println!("device {}", device.spec().describe());
-                let args = NetBench { config, batch: batch as usize, seconds };
+                let args = NetBench { config, batch: batch as usize, seconds, precision: device.precision };
                 capa_net::with_backend(device.spec(), &args)??;
                 Ok(())
             }
@@ -247,6 +247,8 @@ pub struct NetBench {
     pub batch: usize,
     /// Minimum seconds per measurement (at least three calls each).
     pub seconds: f64,
+    /// The float type of the arithmetic.
+    pub precision: capa_net::Precision,
 }
 
 /// Median wall seconds per call of `work` (after one warm-up call), and CPU
@@ -313,6 +315,9 @@ impl capa_net::BackendTask for &NetBench {
         };
         let net = Net::<B::InnerBackend>::new(&self.config, &device);
         let params = net.num_params();
+        let net = net.cast(self.precision);
+        let flops = self.config.forward_flops();
+        println!("precision {} gflop_per_position {:.4}", self.precision, flops * 1e-9);
         let mut line = Vec::new();
         for rows in [1, 32, self.batch] {
             let x = input(rows);
@@ -322,10 +327,11 @@ impl capa_net::BackendTask for &NetBench {
                 let _ = (out.policy.into_data(), out.wdl.into_data(), out.moves_left.into_data());
             });
             println!(
-                "infer batch {rows} ms_per_batch {:.2} positions_per_s {:.1} positions_per_cpu_s {:.1}",
+                "infer batch {rows} ms_per_batch {:.2} positions_per_s {:.1} positions_per_cpu_s {:.1} tflop_per_s {:.3}",
                 wall * 1e3,
                 rows as f64 / wall,
-                rows as f64 / cpu
+                rows as f64 / cpu,
+                rows as f64 * flops / wall * 1e-12
             );
             line.push(format!("infer_b{rows} {:.1}", rows as f64 / wall));
         }
@@ -340,14 +346,18 @@ impl capa_net::BackendTask for &NetBench {
             future: Tensor::from_data(TensorData::new(policy, [rows, policy_size]), &device),
         };
         let mut trainer = Trainer::new(Net::<B>::new(&self.config, &device), TrainConfig::default())?;
+        trainer.compute_in(self.precision)?;
         let (wall, cpu) = time_calls(self.seconds, || {
             trainer.step(x.clone(), targets.clone());
         });
+        // Forward, and backward at twice its cost.
         println!(
-            "train batch {rows} ms_per_step {:.1} positions_per_s {:.1} positions_per_cpu_s {:.1} params {params}",
+            "train batch {rows} ms_per_step {:.1} positions_per_s {:.1} positions_per_cpu_s {:.1} tflop_per_s {:.3} \
+             params {params}",
             wall * 1e3,
             rows as f64 / wall,
-            rows as f64 / cpu
+            rows as f64 / cpu,
+            3.0 * rows as f64 * flops / wall * 1e-12
         );
         line.push(format!("train_b{rows} {:.1}", rows as f64 / wall));
         println!("{}", line.join(" "));

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use capa_data::centipawns;
 use capa_mcts::{CachedEvaluator, Limits, MoveInfo, PLAY_PARALLEL_SIMS, Proof, Rng, SearchParams, SearchResult, Tree};
-use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame};
+use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame, Precision};
 
 use crate::args::DeviceArgs;
 use capa_rules::capablanca::Capablanca;
@@ -103,6 +103,7 @@ struct Options {
     move_overhead: Duration,
     backend: BackendKind,
     device: usize,
+    precision: Precision,
 }
 
 /// A search under way.
@@ -129,7 +130,7 @@ struct Engine<G: NetGame> {
     options: Options,
     evaluator: Option<Arc<Evaluator<G>>>,
     /// The backend and device the loaded network runs on.
-    loaded_on: Option<(BackendKind, usize)>,
+    loaded_on: Option<DeviceSpec>,
     history: History<G>,
     tree: Option<Tree<G>>,
     running: Option<Running<G>>,
@@ -156,6 +157,7 @@ impl<G: NetGame> Engine<G> {
                 move_overhead: Duration::from_millis(30),
                 backend: args.device.backend,
                 device: args.device.device,
+                precision: args.device.precision,
             },
             evaluator: None,
             loaded_on: None,
@@ -262,6 +264,7 @@ impl<G: NetGame> Engine<G> {
             format!("option name MoveOverhead type spin default {} min 0 max 10000", o.move_overhead.as_millis()),
             format!("option name Backend type combo default {} var cpu var wgpu var cuda", o.backend),
             format!("option name Device type spin default {} min 0 max 255", o.device),
+            format!("option name Precision type combo default {} var f32 var f16 var bf16", o.precision),
             "uciok".to_string(),
         ];
         for line in lines {
@@ -341,6 +344,7 @@ impl<G: NetGame> Engine<G> {
             "moveoverhead" => o.move_overhead = Duration::from_millis(integer("MoveOverhead", 0..=10_000)? as u64),
             "backend" => o.backend = value.parse().map_err(|e| anyhow::anyhow!("Backend: {e}"))?,
             "device" => o.device = integer("Device", 0..=255)?,
+            "precision" => o.precision = value.parse().map_err(|e| anyhow::anyhow!("Precision: {e}"))?,
             _ => bail!("no option `{name}`"),
         }
         // Checked here, so the next `go` does not trip on them.
@@ -362,9 +366,10 @@ impl<G: NetGame> Engine<G> {
         }
     }
 
-    /// The network, loaded on first use and again after a backend or device change.
+    /// The network, loaded on first use and again after a backend, device or precision change.
     fn evaluator(&mut self) -> Result<Arc<Evaluator<G>>> {
-        let wanted = (self.options.backend, self.options.device);
+        let o = &self.options;
+        let wanted = DeviceSpec { backend: o.backend, index: o.device, precision: o.precision };
         if let (Some(evaluator), Some(on)) = (&self.evaluator, self.loaded_on)
             && on == wanted
         {
@@ -375,8 +380,7 @@ impl<G: NetGame> Engine<G> {
             let _ = rayon::ThreadPoolBuilder::new().num_threads(self.options.threads).build_global();
         }
         self.evaluator = None;
-        let spec = DeviceSpec { backend: wanted.0, index: wanted.1 };
-        let network = NetEvaluator::<G>::from_file(&self.net, spec)
+        let network = NetEvaluator::<G>::from_file(&self.net, wanted)
             .with_context(|| format!("cannot load the network {}", self.net.display()))?;
         let evaluator = Arc::new(CachedEvaluator::new(network, self.options.cache));
         self.evaluator = Some(Arc::clone(&evaluator));

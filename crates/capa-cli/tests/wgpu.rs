@@ -2,6 +2,7 @@
 //! searching with it, and the error for a machine without any adapter.
 
 use std::process::Command;
+use std::time::Duration;
 
 use capa_net::burn::backend::Flex;
 use capa_net::burn::backend::flex::FlexDevice;
@@ -25,7 +26,9 @@ fn capa_uci_searches_on_wgpu() {
     };
     save_net(&Net::<Flex>::new(&config, &FlexDevice), &net).unwrap();
     let command = format!("{} uci --net {} --backend wgpu", env!("CARGO_BIN_EXE_capa"), net.display());
-    let mut engine = UciEngine::start(&command).unwrap();
+    // lavapipe compiles each kernel on first use, for every batch shape the
+    // search sends: the first search takes minutes, not the usual seconds.
+    let mut engine = UciEngine::start_with_timeout(&command, Duration::from_secs(600)).unwrap();
     engine.new_game().unwrap();
     let out = engine.go("startpos moves e2e4", Go::Nodes(16)).unwrap();
     let best = out.best.expect("a move");

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::NetError;
 use crate::ops::CapaAutodiffBackend;
+use crate::precision::Precision;
 
 /// Which of burn's backends runs the network.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,31 +68,43 @@ impl FromStr for BackendKind {
     }
 }
 
-/// A backend and the index of the device on it.
+/// Where and how a network runs: a backend, the index of the device on
+/// it, and the float type of the arithmetic.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceSpec {
     /// The backend.
     pub backend: BackendKind,
     /// The device's index among the backend's devices (0 for the CPU).
     pub index: usize,
+    /// The forward (and backward) passes' float type.
+    pub precision: Precision,
 }
 
 impl DeviceSpec {
     /// The CPU.
-    pub const CPU: DeviceSpec = DeviceSpec { backend: BackendKind::Cpu, index: 0 };
+    pub const CPU: DeviceSpec = DeviceSpec { backend: BackendKind::Cpu, index: 0, precision: Precision::F32 };
+
+    /// Device `index` of `backend`, in f32.
+    pub fn new(backend: BackendKind, index: usize) -> DeviceSpec {
+        DeviceSpec { backend, index, precision: Precision::F32 }
+    }
 
     /// The device for a log line, e.g. `wgpu:0, llvmpipe (CPU-type, Vulkan)`:
     /// for wgpu the adapter (a user with a GPU should not find the software
     /// one there), otherwise the spec itself.
     pub fn describe(&self) -> String {
+        let spec = match self.precision {
+            Precision::F32 => self.to_string(),
+            half => format!("{self} in {half}"),
+        };
         #[cfg(feature = "wgpu")]
         if self.backend == BackendKind::Wgpu {
             return match crate::wgpu_adapter::adapters().get(self.index) {
-                Some(adapter) => format!("{self}, {}", adapter.description),
-                None => format!("{self}, no such adapter"),
+                Some(adapter) => format!("{spec}, {}", adapter.description),
+                None => format!("{spec}, no such adapter"),
             };
         }
-        self.to_string()
+        spec
     }
 }
 
@@ -102,7 +115,8 @@ impl fmt::Display for DeviceSpec {
 }
 
 /// Work that runs on whichever backend [`with_backend`] picks. Training
-/// uses `B`; inference uses `B::InnerBackend`.
+/// uses `B`; inference uses `B::InnerBackend`. Further devices of the same
+/// backend open with [`CapaBackend::device`](crate::CapaBackend::device).
 pub trait BackendTask {
     /// What the task returns.
     type Output;
@@ -114,9 +128,9 @@ pub trait BackendTask {
 ///
 /// # Errors
 /// [`NetError::Backend`] when the backend is not compiled in (naming the
-/// cargo feature to enable), the index is out of range for the CPU, the
-/// CUDA driver cannot be loaded, or the GPU runtime fails (a device index
-/// that does not exist).
+/// cargo feature to enable), the device does not exist or cannot be opened
+/// (see [`CapaBackend::device`](crate::CapaBackend::device)), the CUDA
+/// driver cannot be loaded, or the GPU runtime fails.
 pub fn with_backend<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
     if !spec.backend.compiled() {
         return Err(NetError::Backend(format!(
@@ -126,20 +140,48 @@ pub fn with_backend<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Outp
         )));
     }
     match spec.backend {
-        BackendKind::Cpu => run_cpu(spec, task),
-        BackendKind::Wgpu => run_wgpu(spec, task),
-        BackendKind::Cuda => run_cuda(spec, task),
+        #[cfg(feature = "flex")]
+        BackendKind::Cpu => {
+            keep_freed_buffers();
+            run_on::<burn::backend::Autodiff<burn::backend::Flex>, T>(spec, task)
+        }
+        #[cfg(feature = "wgpu")]
+        BackendKind::Wgpu => run_on::<burn::backend::Autodiff<burn::backend::Wgpu>, T>(spec, task),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            // cudarc panics on a device thread when a library is missing; look first.
+            if !loadable(&["libcuda.so.1", "libcuda.so"]) {
+                return Err(NetError::Backend(
+                    "backend `cuda` needs the NVIDIA driver (libcuda.so.1), which this machine lacks: \
+                     use backend = \"cpu\" here"
+                        .to_string(),
+                ));
+            }
+            if !loadable(&NVRTC) {
+                return Err(NetError::Backend(
+                    "backend `cuda` compiles its kernels with CUDA's NVRTC (libnvrtc.so.12 or .13), which this \
+                     machine lacks: install it (the CUDA toolkit, or `pip install nvidia-cuda-nvrtc-cu12`) and \
+                     put the folder holding libnvrtc.so.* on LD_LIBRARY_PATH"
+                        .to_string(),
+                ));
+            }
+            run_on::<burn::backend::Autodiff<burn::backend::Cuda>, T>(spec, task)
+        }
+        #[allow(unreachable_patterns)]
+        _ => unreachable!("checked above: the backend is compiled in"),
     }
 }
 
-#[cfg(feature = "flex")]
-fn run_cpu<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
-    use burn::backend::{Autodiff, Flex, flex::FlexDevice};
-    if spec.index != 0 {
-        return Err(NetError::Backend(format!("the CPU backend has one device, 0; got {}", spec.index)));
+/// Opens the device and runs the task there. The GPU runtimes panic
+/// (rather than fail) on a device they cannot open or a failure inside:
+/// that becomes an error naming the device.
+fn run_on<B: CapaAutodiffBackend, T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
+    let device = B::device(spec.index)?;
+    spec.precision.check::<B>(&device)?;
+    if B::KIND == BackendKind::Cpu {
+        return Ok(task.run::<B>(device));
     }
-    keep_freed_buffers();
-    Ok(task.run::<Autodiff<Flex>>(FlexDevice))
+    quietly(|| task.run::<B>(device)).map_err(|reason| NetError::Backend(format!("device {spec} failed: {reason}")))
 }
 
 /// Has glibc keep freed tensor buffers in the heap for the next tensor.
@@ -166,53 +208,9 @@ fn keep_freed_buffers() {
     }
 }
 
-#[cfg(not(feature = "flex"))]
-fn run_cpu<T: BackendTask>(_: DeviceSpec, _: T) -> Result<T::Output, NetError> {
-    unreachable!("checked by with_backend")
-}
-
-#[cfg(feature = "wgpu")]
-fn run_wgpu<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
-    use burn::backend::{Autodiff, Wgpu};
-    let adapter = crate::wgpu_adapter::open(spec.index)?;
-    run_guarded(spec, || task.run::<Autodiff<Wgpu>>(adapter.device))
-}
-
-#[cfg(not(feature = "wgpu"))]
-fn run_wgpu<T: BackendTask>(_: DeviceSpec, _: T) -> Result<T::Output, NetError> {
-    unreachable!("checked by with_backend")
-}
-
-#[cfg(feature = "cuda")]
-fn run_cuda<T: BackendTask>(spec: DeviceSpec, task: T) -> Result<T::Output, NetError> {
-    use burn::backend::{Autodiff, Cuda, cuda::CudaDevice};
-    // cudarc panics on a device thread when the driver is missing; look first.
-    if !cuda_driver_present() {
-        return Err(NetError::Backend(
-            "backend `cuda` needs the NVIDIA driver (libcuda.so.1), which this machine lacks: \
-             use backend = \"cpu\" here"
-                .to_string(),
-        ));
-    }
-    run_guarded(spec, || task.run::<Autodiff<Cuda>>(CudaDevice::new(spec.index)))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_cuda<T: BackendTask>(_: DeviceSpec, _: T) -> Result<T::Output, NetError> {
-    unreachable!("checked by with_backend")
-}
-
-/// Runs a task on a GPU backend, whose runtime panics (rather than failing)
-/// on a device index that does not exist or a device it cannot open.
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
-fn run_guarded<R>(spec: DeviceSpec, task: impl FnOnce() -> R) -> Result<R, NetError> {
-    quietly(task).map_err(|reason| NetError::Backend(format!("device {spec} failed: {reason}")))
-}
-
 /// Runs `f`, turning a panic into its message. The panic is not printed
 /// (nor its backtrace) unless `RUST_BACKTRACE` is set: the caller reports it
 /// as an error. Panics on other threads print as usual.
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     use std::cell::Cell;
     thread_local! {
@@ -241,17 +239,24 @@ pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     })
 }
 
-/// Whether the CUDA driver library can be loaded.
+/// The names cudarc loads NVRTC by on Linux (its newest first).
 #[cfg(feature = "cuda")]
-fn cuda_driver_present() -> bool {
-    // SAFETY: dlopen with a constant, NUL-terminated name; the handle is
-    // closed again and no symbol from it is used.
-    unsafe {
-        let handle = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-        if handle.is_null() {
-            return false;
+const NVRTC: [&str; 5] = ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11", "libnvrtc.so.1"];
+
+/// Whether one of `names` can be loaded as a shared library.
+#[cfg(feature = "cuda")]
+fn loadable(names: &[&str]) -> bool {
+    names.iter().any(|name| {
+        let Ok(name) = std::ffi::CString::new(*name) else { return false };
+        // SAFETY: dlopen with a NUL-terminated name; the handle is closed
+        // again and no symbol from it is used.
+        unsafe {
+            let handle = libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+            if handle.is_null() {
+                return false;
+            }
+            libc::dlclose(handle);
         }
-        libc::dlclose(handle);
-    }
-    true
+        true
+    })
 }

@@ -212,6 +212,36 @@ impl NetConfig {
             + scalar_head(MOVES_LEFT_CHANNELS, 1)
     }
 
+    /// Floating-point operations of one position's forward pass without the
+    /// future head: two per multiply-add of the convolutions, the dense
+    /// layers and the attention; element-wise work is left out. Training
+    /// costs about three times this (and the future head).
+    pub fn forward_flops(&self) -> f64 {
+        let (c, game) = (self.channels as f64, self.game);
+        let (squares, policy) = (game.squares() as f64, game.policy_size() as f64);
+        let per_square = |inputs: f64, outputs: f64| 2.0 * inputs * outputs * squares;
+        let bottleneck = c / self.se_ratio.max(1) as f64;
+        let block = 2.0 * per_square(9.0 * c, c) + 2.0 * (c * bottleneck + bottleneck * 2.0 * c);
+        let width = c * self.ffn_multiplier as f64;
+        let attention = 2.0 * 2.0 * squares * squares * c;
+        let transformer = 4.0 * per_square(c, c) + attention + per_square(c, width) + per_square(width, c);
+        let policy_head = match self.policy_head {
+            PolicyHeadKind::Dense => {
+                per_square(c, POLICY_CHANNELS as f64) + 2.0 * POLICY_CHANNELS as f64 * squares * policy
+            }
+            PolicyHeadKind::Conv => per_square(c, c) + per_square(c, game.policy_map().move_planes() as f64),
+        };
+        let scalar_head = |channels: f64, outputs: f64| {
+            per_square(c, channels) + 2.0 * channels * squares * HEAD_HIDDEN as f64 + 2.0 * HEAD_HIDDEN as f64 * outputs
+        };
+        per_square(9.0 * game.planes() as f64, c)
+            + self.blocks as f64 * block
+            + self.transformer_blocks as f64 * transformer
+            + policy_head
+            + scalar_head(VALUE_CHANNELS as f64, 3.0)
+            + scalar_head(MOVES_LEFT_CHANNELS as f64, 1.0)
+    }
+
     /// Checks that the numbers fit together.
     ///
     /// # Errors

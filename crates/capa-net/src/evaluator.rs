@@ -1,6 +1,6 @@
 //! The search's evaluator backed by the network.
 //!
-//! The network lives on a thread of its own (burn's device handles need not
+//! The network lives on a thread of its own per device (burn's device handles need not
 //! be shareable between threads); `evaluate` encodes the batch in parallel,
 //! hands the planes over, and turns the answer into priors over the legal
 //! moves. Batches are padded to the next power of two so that a backend
@@ -9,7 +9,7 @@
 use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use burn::prelude::*;
@@ -22,6 +22,7 @@ use crate::checkpoint::load_net;
 use crate::encode::{NetGame, encode_batch};
 use crate::model::{MOVES_LEFT_SCALE, Net};
 use crate::ops::{CapaAutodiffBackend, CapaBackend};
+use crate::precision::Precision;
 
 /// A padded batch of planes going to the network thread.
 struct Job {
@@ -37,51 +38,63 @@ struct Answer {
     moves_left: Vec<f32>,
 }
 
-/// Evaluates leaves with a network on its own thread.
+/// Evaluates leaves with a network on a thread of its own per device.
 pub struct NetEvaluator<G: NetGame> {
     jobs: Mutex<Option<Sender<Job>>>,
-    worker: Mutex<Option<JoinHandle<()>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
     policy_size: usize,
     _game: PhantomData<fn() -> G>,
 }
 
 impl<G: NetGame> NetEvaluator<G> {
-    /// Moves `net` (on `device`) to a new thread and evaluates with it.
+    /// Evaluates with a copy of `net` on each of `devices`, each on a
+    /// thread of its own taking the next batch as it is free (a search
+    /// with several batches in flight keeps them all busy).
     ///
     /// # Errors
-    /// [`NetError::Config`] when the network plays another game than `G`.
-    pub fn from_net<B: CapaBackend>(net: Net<B>, device: B::Device) -> Result<NetEvaluator<G>, NetError> {
+    /// [`NetError::Config`] when the network plays another game than `G`
+    /// or `devices` is empty.
+    pub fn from_net<B: CapaBackend>(net: Net<B>, devices: &[B::Device]) -> Result<NetEvaluator<G>, NetError> {
         let game = net.config().game;
         if game.name() != G::NAME {
             return Err(NetError::Config(format!("the network plays {}, not {}", game.name(), G::NAME)));
         }
+        if devices.is_empty() {
+            return Err(NetError::Config("a network evaluator needs a device".to_string()));
+        }
         let (jobs, receiver) = channel();
-        let worker = std::thread::Builder::new()
-            .name("capa-net".to_string())
-            .spawn(move || serve::<G, B>(&net, &device, &receiver))
-            .map_err(|e| NetError::Backend(format!("cannot start the network thread: {e}")))?;
+        let receiver = Arc::new(Mutex::new(receiver));
+        let mut workers = Vec::with_capacity(devices.len());
+        for device in devices {
+            let (net, device, receiver) = (net.clone().to_device(device), device.clone(), Arc::clone(&receiver));
+            let worker = std::thread::Builder::new()
+                .name("capa-net".to_string())
+                .spawn(move || serve::<G, B>(&net, &device, &receiver))
+                .map_err(|e| NetError::Backend(format!("cannot start the network thread: {e}")))?;
+            workers.push(worker);
+        }
         Ok(NetEvaluator {
             jobs: Mutex::new(Some(jobs)),
-            worker: Mutex::new(Some(worker)),
+            workers: Mutex::new(workers),
             policy_size: game.policy_size(),
             _game: PhantomData,
         })
     }
 
-    /// Loads a network file onto the device `spec` names.
+    /// Loads a network file onto the device `spec` names, to compute in its precision.
     ///
     /// # Errors
     /// As [`load_net`] and [`with_backend`].
     pub fn from_file(path: &Path, spec: DeviceSpec) -> Result<NetEvaluator<G>, NetError> {
-        struct Load<'a, G>(&'a Path, PhantomData<G>);
+        struct Load<'a, G>(&'a Path, Precision, PhantomData<G>);
         impl<G: NetGame> BackendTask for Load<'_, G> {
             type Output = Result<NetEvaluator<G>, NetError>;
             fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Self::Output {
                 let net = load_net::<B::InnerBackend>(self.0, &device)?;
-                NetEvaluator::from_net(net, device)
+                NetEvaluator::from_net(net.cast(self.1), &[device])
             }
         }
-        with_backend(spec, Load::<G>(path, PhantomData))?
+        with_backend(spec, Load::<G>(path, spec.precision, PhantomData))?
     }
 
     fn run(&self, batch: &[LeafRequest<G>]) -> Result<Answer, String> {
@@ -136,7 +149,7 @@ impl<G: NetGame> Drop for NetEvaluator<G> {
     fn drop(&mut self) {
         // Closing the channel ends the thread's loop.
         self.jobs.get_mut().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(worker) = self.worker.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+        for worker in self.workers.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
             let _ = worker.join();
         }
     }
@@ -149,10 +162,14 @@ fn softmax3(logits: &[f32]) -> [f32; 3] {
     [e[0] / sum, e[1] / sum, e[2] / sum]
 }
 
-/// The network thread: runs each job until the channel closes.
-fn serve<G: NetGame, B: CapaBackend>(net: &Net<B>, device: &B::Device, jobs: &Receiver<Job>) {
+/// A network thread: runs the next job while there is one, until the
+/// channel closes.
+fn serve<G: NetGame, B: CapaBackend>(net: &Net<B>, device: &B::Device, jobs: &Mutex<Receiver<Job>>) {
     let (ranks, files) = (G::RANKS, G::FILES);
-    for job in jobs {
+    loop {
+        // The lock is held only while waiting: the next free thread takes the next job.
+        let next = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(job) = next else { return };
         let rows = job.rows;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let input =

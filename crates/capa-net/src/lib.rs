@@ -26,6 +26,7 @@ mod evaluator;
 mod loss;
 mod model;
 mod ops;
+mod precision;
 mod store;
 mod train;
 #[cfg(feature = "wgpu")]
@@ -41,6 +42,7 @@ pub use evaluator::NetEvaluator;
 pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
 pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
 pub use ops::{AdamWStep, CapaAutodiffBackend, CapaBackend, mish};
+pub use precision::Precision;
 pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 
 /// burn itself, so that users of capa-net name the same version.

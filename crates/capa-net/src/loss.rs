@@ -28,6 +28,18 @@ pub struct LossWeights {
     pub future: f32,
 }
 
+impl LossWeights {
+    /// Each weight times its share (policy, WDL, moves-left, future).
+    pub(crate) fn scaled(&self, shares: [f32; 4]) -> LossWeights {
+        LossWeights {
+            policy: self.policy * shares[0],
+            wdl: self.wdl * shares[1],
+            moves_left: self.moves_left * shares[2],
+            future: self.future * shares[3],
+        }
+    }
+}
+
 impl Default for LossWeights {
     fn default() -> LossWeights {
         LossWeights { policy: 1.0, wdl: 1.0, moves_left: 0.1, future: 0.15 }
@@ -52,6 +64,31 @@ pub struct Targets<B: Backend> {
     /// One-hot future move, `[batch, policy_size]`; rows of zeros where the
     /// game ended before it (they add nothing to the loss).
     pub future: Tensor<B, 2>,
+}
+
+impl<B: Backend> Targets<B> {
+    /// The targets of the batch's rows `rows`.
+    pub fn rows(&self, rows: std::ops::Range<usize>) -> Targets<B> {
+        let (start, len) = (rows.start, rows.len());
+        Targets {
+            policy: self.policy.clone().narrow(0, start, len),
+            legal: self.legal.clone().narrow(0, start, len),
+            wdl: self.wdl.clone().narrow(0, start, len),
+            moves_left: self.moves_left.clone().narrow(0, start, len),
+            future: self.future.clone().narrow(0, start, len),
+        }
+    }
+
+    /// The targets moved to `device`.
+    pub fn to_device(self, device: &B::Device) -> Targets<B> {
+        Targets {
+            policy: self.policy.to_device(device),
+            legal: self.legal.to_device(device),
+            wdl: self.wdl.to_device(device),
+            moves_left: self.moves_left.to_device(device),
+            future: self.future.to_device(device),
+        }
+    }
 }
 
 /// Each head's loss and the weighted total (scalars on the device).

@@ -10,6 +10,7 @@
 use burn::module::Param;
 use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
+use burn::tensor::DType;
 use burn::tensor::activation::{sigmoid, softplus};
 
 use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, PolicyHeadKind, VALUE_CHANNELS};
@@ -17,6 +18,7 @@ use crate::ops::{
     CapaBackend, LAYER_NORM_EPSILON, biased_attention, channel_moments, conv_same, dense, layer_norm, mish,
     scale_shift_mish, swap_last_dims,
 };
+use crate::precision::in_dtype;
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -114,10 +116,13 @@ impl<B: CapaBackend> GroupNorm<B> {
         }
     }
 
+    /// In f32 whatever the activations' type: a sum of squares over the
+    /// board overflows f16, and a variance as a difference of two means
+    /// loses all its digits in it.
     fn coefficients(&self, x: &Tensor<B, 4>) -> Normalisation<B> {
         let [batch, channels, ranks, files] = x.dims();
         let (squares, per_group) = (ranks * files, channels / self.groups);
-        let moments = channel_moments(x.clone());
+        let moments = channel_moments(in_dtype(x.clone(), DType::F32));
         let sums = moments.clone().narrow(2, 0, 1).reshape([batch, channels]);
         let squares_sums = moments.narrow(2, 1, 1).reshape([batch, channels]);
         let per_group_mean = |t: Tensor<B, 2>| {
@@ -129,10 +134,15 @@ impl<B: CapaBackend> GroupNorm<B> {
         };
         let mean = per_group_mean(sums.clone());
         let variance = (per_group_mean(squares_sums) - mean.clone().powi_scalar(2)).clamp_min(0.0);
-        let gamma = self.gamma.val().unsqueeze_dim(0);
+        let gamma = in_dtype(self.gamma.val(), DType::F32).unsqueeze_dim(0);
         let scale = variance.add_scalar(Self::EPSILON).sqrt().recip() * gamma;
-        let shift = self.beta.val().unsqueeze_dim(0) - mean * scale.clone();
-        Normalisation { scale, shift, channel_mean: sums.div_scalar(squares as f64) }
+        let shift = in_dtype(self.beta.val(), DType::F32).unsqueeze_dim(0) - mean * scale.clone();
+        let dtype = x.dtype();
+        Normalisation {
+            scale: in_dtype(scale, dtype),
+            shift: in_dtype(shift, dtype),
+            channel_mean: in_dtype(sums.div_scalar(squares as f64), dtype),
+        }
     }
 
     /// Normalisation, then Mish (which always follows it in this network).
@@ -406,9 +416,13 @@ impl<B: CapaBackend> Net<B> {
 
     /// Runs the network on `planes`, `[batch, planes, ranks, files]`;
     /// `with_future` asks for the future-move head (training).
+    ///
+    /// The planes take the weights' float type (see [`Net::cast`]); the
+    /// outputs are f32.
     pub fn forward(&self, planes: Tensor<B, 4>, with_future: bool) -> NetOutput<B> {
         let game = self.config.game;
         let device = planes.device();
+        let planes = in_dtype(planes, self.input_conv.weight.val().dtype());
         let mut x = self.input_norm.forward_mish(self.input_conv.forward(planes));
         for block in &self.blocks {
             x = block.forward(x);
@@ -422,11 +436,13 @@ impl<B: CapaBackend> Net<B> {
             }
             x = swap_last_dims(tokens).reshape([batch, channels, game.ranks(), game.files()]);
         }
+        let f32 = |t: Tensor<B, 2>| in_dtype(t, DType::F32);
         NetOutput {
-            policy: self.policy.forward(x.clone()),
-            wdl: self.wdl.forward(x.clone()),
-            moves_left: softplus(self.moves_left.forward(x.clone()), 1.0),
-            future: if with_future { self.future.as_ref().map(|head| head.forward(x)) } else { None },
+            policy: f32(self.policy.forward(x.clone())),
+            wdl: f32(self.wdl.forward(x.clone())),
+            // Before the softplus, whose exponential overflows f16 from 11.
+            moves_left: softplus(f32(self.moves_left.forward(x.clone())), 1.0),
+            future: if with_future { self.future.as_ref().map(|head| f32(head.forward(x))) } else { None },
         }
     }
 }

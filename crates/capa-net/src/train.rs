@@ -8,7 +8,9 @@
 //! on its own).
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 
+use burn::collective::{self, CollectiveConfig, CollectiveError, PeerId, ReduceOperation};
 use burn::module::{AutodiffModule, Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
@@ -20,6 +22,7 @@ use crate::NetError;
 use crate::loss::{LossWeights, Targets, losses};
 use crate::model::Net;
 use crate::ops::{AdamWStep, CapaAutodiffBackend, CapaBackend};
+use crate::precision::Precision;
 use crate::store::ParamPath;
 
 /// Which optimizer updates the weights.
@@ -204,7 +207,8 @@ pub struct StepReport {
 }
 
 /// A network being trained: the weights, the optimizer state, the EMA copy
-/// and the step count.
+/// and the step count; spread over several devices, also a replica of all
+/// of it on each further device.
 pub struct Trainer<B: CapaAutodiffBackend> {
     /// `None` only inside [`Trainer::step`], which takes the network out so
     /// that the optimizer holds the only reference to each weight and
@@ -214,6 +218,36 @@ pub struct Trainer<B: CapaAutodiffBackend> {
     pub(crate) moments: HashMap<String, Moments<B::InnerBackend>>,
     pub(crate) step: u64,
     pub(crate) config: TrainConfig,
+    /// The trainers on the further devices of [`Trainer::spread_over`].
+    replicas: Vec<Replica<B>>,
+    /// This trainer's place among the devices it is spread over.
+    peer: Option<PeerId>,
+    /// The forward and backward passes' float type.
+    precision: Precision,
+    /// What the loss is multiplied by before backward (f16), so that small
+    /// gradients stay above f16's smallest number; halved after a step
+    /// whose gradient overflowed, doubled after [`LOSS_SCALE_GROWTH`]
+    /// steps in a row that did not.
+    loss_scale: f32,
+    /// Steps since the loss scale last changed.
+    steps_at_scale: u64,
+}
+
+/// The first loss scale in f16: gradients down to 1e-10 stay
+/// representable, and weight gradients up to 60 do not overflow (PyTorch's
+/// `GradScaler` starts at 2^16 and halves its way down, skipping steps).
+const INITIAL_LOSS_SCALE: f32 = 1024.0;
+
+/// The largest loss scale growth reaches.
+const MAX_LOSS_SCALE: f32 = 65_536.0;
+
+/// Good steps in a row before the loss scale doubles (as PyTorch's).
+const LOSS_SCALE_GROWTH: u64 = 2000;
+
+/// A copy of a [`Trainer`] on a further device.
+struct Replica<B: CapaAutodiffBackend> {
+    device: B::Device,
+    trainer: Trainer<B>,
 }
 
 impl<B: CapaAutodiffBackend> Trainer<B> {
@@ -224,7 +258,38 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     pub fn new(model: Net<B>, config: TrainConfig) -> Result<Trainer<B>, NetError> {
         config.validate()?;
         let ema = (config.ema_decay > 0.0).then(|| model.valid());
-        Ok(Trainer { model: Some(model), ema, moments: HashMap::new(), step: 0, config })
+        Ok(Trainer {
+            model: Some(model),
+            ema,
+            moments: HashMap::new(),
+            step: 0,
+            config,
+            replicas: Vec::new(),
+            peer: None,
+            precision: Precision::F32,
+            loss_scale: 1.0,
+            steps_at_scale: 0,
+        })
+    }
+
+    /// Computes the forward and backward passes in `precision` from now
+    /// on; the weights, the gradients they receive, the optimizer state
+    /// and the EMA stay f32 (see [`Net::cast`]). In f16 the loss is scaled
+    /// dynamically: a step whose gradient overflows is skipped
+    /// ([`StepReport::skipped`]) and the scale halved.
+    ///
+    /// # Errors
+    /// As [`Precision::check`] on the trainer's device.
+    pub fn compute_in(&mut self, precision: Precision) -> Result<(), NetError> {
+        let device = self.model().devices().into_iter().next().expect("a network has weights on a device");
+        precision.check::<B>(&device)?;
+        let loss_scale = if precision.scales_loss() { INITIAL_LOSS_SCALE } else { 1.0 };
+        (self.precision, self.loss_scale, self.steps_at_scale) = (precision, loss_scale, 0);
+        for replica in &mut self.replicas {
+            let trainer = &mut replica.trainer;
+            (trainer.precision, trainer.loss_scale, trainer.steps_at_scale) = (precision, loss_scale, 0);
+        }
+        Ok(())
     }
 
     /// The network being trained.
@@ -248,26 +313,166 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         self.ema.clone().unwrap_or_else(|| self.model().valid())
     }
 
-    /// One step on a batch: forward, the four losses, backward, clipping,
-    /// the optimizer's update and the EMA's.
-    pub fn step(&mut self, planes: Tensor<B, 4>, targets: Targets<B>) -> StepReport {
-        let weights = self.config.loss_weights.clone();
-        let output = self.model().forward(planes, weights.future > 0.0);
-        let losses = losses(output, targets, &weights);
-        let gradients = GradientsParams::from_grads(losses.total.backward(), self.model());
+    /// Trains on `others` too, data-parallel: each holds a copy of the
+    /// network, the EMA and the optimizer state; every step splits the
+    /// batch into one shard per device, sums the shards' gradients with
+    /// burn-collective's all-reduce (weighted so that the sum is the whole
+    /// batch's gradient) and applies the same update everywhere. The
+    /// trainer's own device is the first; checkpoints and
+    /// [`inference_net`](Self::inference_net) read its copy.
+    ///
+    /// # Errors
+    /// [`NetError::Backend`] when it is spread already, or burn-collective
+    /// refuses the devices (another trainer of the process holds them).
+    pub fn spread_over(&mut self, others: Vec<B::Device>) -> Result<(), NetError> {
+        if self.peer.is_some() {
+            return Err(NetError::Backend("the trainer is spread over its devices already".to_string()));
+        }
+        if others.is_empty() {
+            return Ok(());
+        }
+        let own = self.model().devices().into_iter().next().expect("a network has weights on a device");
+        let replicas: Vec<Replica<B>> = others
+            .into_iter()
+            .map(|device| {
+                let trainer = Trainer {
+                    model: Some(self.model().clone().fork(&device)),
+                    ema: self.ema.clone().map(|ema| ema.to_device(&device)),
+                    moments: self
+                        .moments
+                        .iter()
+                        .map(|(name, m)| {
+                            let moments = Moments {
+                                first: m.first.clone().to_device(&device),
+                                second: m.second.clone().map(|s| s.to_device(&device)),
+                                updates: m.updates,
+                            };
+                            (name.clone(), moments)
+                        })
+                        .collect(),
+                    step: self.step,
+                    config: self.config.clone(),
+                    replicas: Vec::new(),
+                    peer: None,
+                    precision: self.precision,
+                    loss_scale: self.loss_scale,
+                    steps_at_scale: self.steps_at_scale,
+                };
+                Replica { device, trainer }
+            })
+            .collect();
+        let devices: Vec<B::Device> = std::iter::once(own).chain(replicas.iter().map(|r| r.device.clone())).collect();
+        let group = CollectiveConfig::default().with_num_devices(devices.len());
+        // Registering waits for every peer: one thread each.
+        let registered: Vec<Result<(), CollectiveError>> = std::thread::scope(|scope| {
+            let peers: Vec<_> = devices
+                .iter()
+                .enumerate()
+                .map(|(id, device)| {
+                    let group = group.clone();
+                    scope.spawn(move || collective::register::<B::InnerBackend>(id.into(), device.clone(), group))
+                })
+                .collect();
+            peers.into_iter().map(|peer| peer.join().expect("registering does not panic")).collect()
+        });
+        if let Some(Err(e)) = registered.into_iter().find(Result::is_err) {
+            collective::reset_collective::<B::InnerBackend>();
+            return Err(NetError::Backend(format!(
+                "cannot spread training over {} devices: burn-collective refused ({e:?})",
+                devices.len()
+            )));
+        }
+        self.peer = Some(PeerId::from(0));
+        self.replicas = replicas;
+        for (i, replica) in self.replicas.iter_mut().enumerate() {
+            replica.trainer.peer = Some(PeerId::from(i + 1));
+        }
+        Ok(())
+    }
 
-        let grad_norm = global_norm::<B, _>(self.model(), &gradients);
+    /// One step on a batch: forward, the four losses, backward, clipping,
+    /// the optimizer's update and the EMA's. Spread over several devices,
+    /// each takes a shard of the batch.
+    ///
+    /// # Panics
+    /// Spread over devices, when burn-collective fails to all-reduce.
+    pub fn step(&mut self, planes: Tensor<B, 4>, targets: Targets<B>) -> StepReport {
+        if self.replicas.is_empty() {
+            return self.step_on_shard(planes, targets, [1.0; 4]);
+        }
+        let shards = Shards::of(&targets, 1 + self.replicas.len());
+        let mut replicas = std::mem::take(&mut self.replicas);
+        let report = std::thread::scope(|scope| {
+            let peers: Vec<_> = replicas
+                .iter_mut()
+                .zip(&shards.ranges[1..])
+                .zip(&shards.shares[1..])
+                .map(|((replica, range), &shares)| {
+                    let planes = planes.clone().narrow(0, range.start, range.len()).to_device(&replica.device);
+                    let targets = targets.rows(range.clone()).to_device(&replica.device);
+                    scope.spawn(move || replica.trainer.step_on_shard(planes, targets, shares))
+                })
+                .collect();
+            let range = shards.ranges[0].clone();
+            let report =
+                self.step_on_shard(planes.narrow(0, range.start, range.len()), targets.rows(range), shards.shares[0]);
+            for peer in peers {
+                peer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            }
+            report
+        });
+        self.replicas = replicas;
+        report
+    }
+
+    /// [`step`](Self::step) on this trainer's shard of the batch, whose
+    /// losses count `shares` (policy, WDL, moves-left, future) of the whole
+    /// batch's.
+    fn step_on_shard(&mut self, planes: Tensor<B, 4>, targets: Targets<B>, shares: [f32; 4]) -> StepReport {
+        let weights = self.config.loss_weights.clone();
+        let output = if self.precision == Precision::F32 {
+            self.model().forward(planes, weights.future > 0.0)
+        } else {
+            self.model().clone().cast(self.precision).forward(planes, weights.future > 0.0)
+        };
+        let losses = losses(output, targets, &weights.scaled(shares));
+        let backward = if self.loss_scale == 1.0 {
+            losses.total.backward()
+        } else {
+            losses.total.clone().mul_scalar(self.loss_scale).backward()
+        };
+        let mut gradients = GradientsParams::from_grads(backward, self.model());
+        // Total, policy, WDL, moves-left, future: one read back.
+        let scaled = |t: Tensor<B, 1>, share: f32| t.inner().mul_scalar(share);
+        let mut reported = Tensor::cat(
+            vec![
+                losses.total.inner(),
+                scaled(losses.policy, shares[0]),
+                scaled(losses.wdl, shares[1]),
+                scaled(losses.moves_left, shares[2]),
+                scaled(losses.future, shares[3]),
+            ],
+            0,
+        );
+        if let Some(peer) = self.peer {
+            gradients = all_reduce_gradients(self.model(), gradients, peer);
+            reported = all_reduce(peer, reported);
+        }
+
+        let grad_norm = global_norm::<B, _>(self.model(), &gradients) / self.loss_scale;
         let clip = self.config.grad_clip_norm;
-        let scale = if clip > 0.0 && grad_norm > clip as f32 { clip / grad_norm as f64 } else { 1.0 };
+        let clipping = if clip > 0.0 && grad_norm > clip as f32 { clip / grad_norm as f64 } else { 1.0 };
+        // Unscaling folds into the update's gradient factor.
+        let scale = clipping / f64::from(self.loss_scale);
         let learning_rate = self.config.learning_rate_at(self.step);
         self.step += 1;
-        let scalar = |t: Tensor<B, 1>| t.into_scalar().elem::<f32>();
+        let reported = reported.into_data().convert::<f32>().into_vec::<f32>().expect("f32 losses");
         let mut report = StepReport {
-            total: scalar(losses.total),
-            policy: scalar(losses.policy),
-            wdl: scalar(losses.wdl),
-            moves_left: scalar(losses.moves_left),
-            future: scalar(losses.future),
+            total: reported[0],
+            policy: reported[1],
+            wdl: reported[2],
+            moves_left: reported[3],
+            future: reported[4],
             grad_norm,
             skipped: false,
             learning_rate,
@@ -276,7 +481,18 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         // checkpoint after it.
         if !grad_norm.is_finite() {
             report.skipped = true;
+            if self.precision.scales_loss() {
+                self.loss_scale = (self.loss_scale / 2.0).max(1.0);
+                self.steps_at_scale = 0;
+            }
             return report;
+        }
+        if self.precision.scales_loss() {
+            self.steps_at_scale += 1;
+            if self.steps_at_scale == LOSS_SCALE_GROWTH {
+                self.loss_scale = (self.loss_scale * 2.0).min(MAX_LOSS_SCALE);
+                self.steps_at_scale = 0;
+            }
         }
 
         let mut update = Update::<B> {
@@ -298,6 +514,85 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         }
         report
     }
+}
+
+impl<B: CapaAutodiffBackend> Drop for Trainer<B> {
+    fn drop(&mut self) {
+        if let Some(peer) = self.peer {
+            let _ = collective::finish_collective::<B::InnerBackend>(peer);
+        }
+    }
+}
+
+/// How a batch is split over devices: each one's rows, and the share of
+/// the whole batch's loss each of its four losses stands for (the
+/// cross-entropies average over the rows that have a target, so a shard's
+/// share is its count of those rows over the batch's).
+struct Shards {
+    ranges: Vec<std::ops::Range<usize>>,
+    shares: Vec<[f32; 4]>,
+}
+
+impl Shards {
+    fn of<B: Backend>(targets: &Targets<B>, devices: usize) -> Shards {
+        let rows = targets.wdl.dims()[0];
+        let ranges: Vec<_> = (0..devices).map(|i| rows * i / devices..rows * (i + 1) / devices).collect();
+        let has_target = |t: &Tensor<B, 2>| t.clone().sum_dim(1).greater_elem(0.0).float();
+        let all =
+            Tensor::cat(vec![has_target(&targets.policy), has_target(&targets.wdl), has_target(&targets.future)], 1)
+                .into_data()
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .expect("f32 flags");
+        let count =
+            |range: &std::ops::Range<usize>, head: usize| -> f32 { range.clone().map(|row| all[row * 3 + head]).sum() };
+        let whole = 0..rows;
+        let totals = [count(&whole, 0), count(&whole, 1), count(&whole, 2)];
+        let share = |part: f32, total: f32| if total > 0.0 { part / total } else { 0.0 };
+        let shares = ranges
+            .iter()
+            .map(|range| {
+                [
+                    share(count(range, 0), totals[0]),
+                    share(count(range, 1), totals[1]),
+                    range.len() as f32 / rows.max(1) as f32,
+                    share(count(range, 2), totals[2]),
+                ]
+            })
+            .collect();
+        Shards { ranges, shares }
+    }
+}
+
+/// Every gradient summed over the peers, in the order the network lists
+/// its weights (the same on every peer).
+fn all_reduce_gradients<B: CapaAutodiffBackend>(
+    model: &Net<B>,
+    gradients: GradientsParams,
+    peer: PeerId,
+) -> GradientsParams {
+    struct Reduce<'a, B: CapaAutodiffBackend> {
+        gradients: &'a mut GradientsParams,
+        peer: PeerId,
+        _backend: PhantomData<B>,
+    }
+    impl<B: CapaAutodiffBackend> ModuleVisitor<B> for Reduce<'_, B> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if let Some(gradient) = self.gradients.remove::<B::InnerBackend, D>(param.id) {
+                self.gradients.register(param.id, all_reduce(self.peer, gradient));
+            }
+        }
+    }
+    let mut gradients = gradients;
+    model.visit(&mut Reduce::<B> { gradients: &mut gradients, peer, _backend: PhantomData });
+    gradients
+}
+
+/// `tensor` summed over the peers.
+fn all_reduce<B: Backend, const D: usize>(peer: PeerId, tensor: Tensor<B, D>) -> Tensor<B, D> {
+    let sum = collective::all_reduce::<B>(peer, tensor.into_primitive().tensor(), ReduceOperation::Sum)
+        .unwrap_or_else(|e| panic!("the all-reduce across devices failed: {e:?}"));
+    Tensor::from_primitive(TensorPrimitive::Float(sum))
 }
 
 /// The L2 norm of all gradients together, with one read back from the device.

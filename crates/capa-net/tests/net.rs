@@ -11,8 +11,8 @@ use capa_mcts::{Evaluations, Evaluator, LeafRequest, Limits, SearchParams, Tree}
 use capa_net::burn;
 use capa_net::{
     BackendKind, DeviceSpec, GameKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, OptimizerKind,
-    PolicyHeadKind, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into, save_checkpoint, save_net,
-    with_backend,
+    PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into,
+    save_checkpoint, save_net, with_backend,
 };
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -278,6 +278,55 @@ fn bad_files_are_errors_that_name_the_file() {
     assert!(err.to_string().contains("not a checkpoint"), "{err}");
 }
 
+/// Two peers on the CPU device, each with a shard of the batch and
+/// burn-collective's all-reduce between them, train as one trainer does on
+/// the whole batch: the same losses, gradient norm, weights and EMA.
+#[test]
+fn two_devices_train_as_one_on_the_whole_batch() {
+    let config = tiny(GameKind::Chess);
+    let device = FlexDevice;
+    // Seven rows split 3 + 4; rows without a policy or future target make
+    // the shards' shares of those losses differ from their shares of rows.
+    let batch = positions::<Chess>(7, 5);
+    let input = planes::<Chess, Train>(&batch, &device);
+    let mut target = targets::<Chess, Train>(&batch, &device);
+    let p = Chess::policy_size();
+    target.future = target.future.slice_assign([2..4, 0..p], Tensor::zeros([2, p], &device));
+    target.policy = target.policy.slice_assign([5..6, 0..p], Tensor::zeros([1, p], &device));
+    let settings = TrainConfig { ema_decay: 0.9, grad_clip_norm: 1.0, learning_rate: 1e-3, ..train_config() };
+    let net = Net::<Train>::new(&config, &device);
+    let mut one = Trainer::new(net.clone(), settings.clone()).unwrap();
+    let mut two = Trainer::new(net, settings).unwrap();
+    two.spread_over(vec![device]).unwrap();
+    assert!(two.spread_over(vec![device]).is_err(), "spread twice");
+    let close = |a: f32, b: f32, what: &str| assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{what}: {a} vs {b}");
+    for step in 0..3 {
+        let (a, b) = (one.step(input.clone(), target.clone()), two.step(input.clone(), target.clone()));
+        for (what, x, y) in [
+            ("total", a.total, b.total),
+            ("policy", a.policy, b.policy),
+            ("wdl", a.wdl, b.wdl),
+            ("moves_left", a.moves_left, b.moves_left),
+            ("future", a.future, b.future),
+            ("grad_norm", a.grad_norm, b.grad_norm),
+        ] {
+            close(x, y, &format!("step {step}, {what}"));
+        }
+        assert!(a.grad_norm > 1.0, "clipping is active: {}", a.grad_norm);
+    }
+    let probe = planes::<Chess, Infer>(&batch, &device);
+    let largest = |x: Vec<f32>, y: Vec<f32>| x.iter().zip(&y).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    let trained = largest(
+        values(one.model().valid().forward(probe.clone(), false).policy),
+        values(two.model().valid().forward(probe.clone(), false).policy),
+    );
+    let ema = largest(
+        values(one.inference_net().forward(probe.clone(), false).policy),
+        values(two.inference_net().forward(probe, false).policy),
+    );
+    assert!(trained < 1e-4 && ema < 1e-4, "policy logits after 3 steps differ by {trained}, with the EMA by {ema}");
+}
+
 #[test]
 fn a_resumed_run_continues_exactly() {
     let config = tiny(GameKind::Chess);
@@ -373,13 +422,19 @@ fn backends_not_compiled_in_say_which_feature_to_enable() {
     }
     for backend in [BackendKind::Wgpu, BackendKind::Cuda] {
         if !backend.compiled() {
-            let err = with_backend(DeviceSpec { backend, index: 0 }, Nothing).unwrap_err();
+            let err = with_backend(DeviceSpec::new(backend, 0), Nothing).unwrap_err();
             assert!(err.to_string().contains(&format!("--features {}", backend.feature())), "{err}");
         }
     }
-    assert!(with_backend(DeviceSpec { backend: BackendKind::Cpu, index: 1 }, Nothing).is_err());
+    assert!(with_backend(DeviceSpec::new(BackendKind::Cpu, 1), Nothing).is_err());
     assert!(with_backend(DeviceSpec::CPU, Nothing).is_ok());
     assert!("tpu".parse::<BackendKind>().is_err());
+    // Half precision is for the GPU backends.
+    for precision in [Precision::F16, Precision::Bf16] {
+        let err = with_backend(DeviceSpec { precision, ..DeviceSpec::CPU }, Nothing).unwrap_err().to_string();
+        assert!(err.contains(&format!("`{precision}`")) && err.contains("wgpu or cuda"), "{err}");
+    }
+    assert!("f8".parse::<Precision>().unwrap_err().to_string().contains("f32, f16 or bf16"));
 }
 
 #[test]

@@ -1,14 +1,19 @@
-//! The wgpu backend against the CPU one, on whatever adapter `wgpu:0` is
-//! (Mesa's lavapipe in CI): every op of `CapaBackend` through its GPU path
-//! (the tensor-op defaults, differentiated by capa's autodiff nodes) against
-//! the CPU kernels, and a whole training step of a narrow network for both
-//! games: outputs, losses, gradients, and the weights, the AdamW moments and
-//! the EMA after one clipped step.
+//! A GPU backend against the CPU one: wgpu on whatever adapter `wgpu:0` is
+//! (Mesa's lavapipe in CI), or, built with the `cuda` feature and run with
+//! `CAPA_GPU_BACKEND=cuda` (scripts/gpu-check.sh), CUDA device 0. Every op
+//! of `CapaBackend` through its GPU path (the tensor-op defaults,
+//! differentiated by capa's autodiff nodes) against the CPU kernels; a
+//! whole training step of a narrow network for both games: outputs,
+//! losses, gradients, and the weights, the AdamW moments and the EMA after
+//! one clipped step; and the same step in f16 and bf16 where the device
+//! has them.
 //!
 //! Each test computes the same named quantities on both backends from the
 //! same host data and compares them element by element, `|gpu - cpu| <=
 //! tolerance (1 + |cpu|)`; with `--nocapture` it prints the largest
 //! difference of each quantity.
+
+#![cfg(any(feature = "wgpu", feature = "cuda"))]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,7 +26,7 @@ use burn::tensor::ops::FloatTensor;
 use capa_net::burn;
 use capa_net::{
     AdamWStep, BackendKind, BackendTask, CapaAutodiffBackend, CapaBackend, DeviceSpec, GameKind, Net, NetConfig,
-    NetGame, PolicyHeadKind, Targets, TrainConfig, Trainer, load_net, losses, save_net, with_backend,
+    NetGame, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_net, losses, save_net, with_backend,
 };
 use capa_rules::MoveList;
 use capa_rules::capablanca::Capablanca;
@@ -29,7 +34,14 @@ use capa_rules::chess::Chess;
 
 type Inner<B> = <B as AutodiffBackend>::InnerBackend;
 
-const GPU: DeviceSpec = DeviceSpec { backend: BackendKind::Wgpu, index: 0 };
+/// Device 0 of the backend under test.
+fn gpu() -> DeviceSpec {
+    let backend = match std::env::var("CAPA_GPU_BACKEND") {
+        Ok(name) => name.parse().expect("CAPA_GPU_BACKEND: wgpu or cuda"),
+        Err(_) => BackendKind::Wgpu,
+    };
+    DeviceSpec::new(backend, 0)
+}
 
 /// Named quantities, each flattened.
 type Values = BTreeMap<String, Vec<f32>>;
@@ -97,7 +109,8 @@ fn assert_parity(what: &str, cpu: &Values, gpu: &Values, tolerance: impl Fn(&str
 /// Runs `task` on the CPU and on `wgpu:0`.
 fn on_both<T: BackendTask<Output = Values> + Clone>(task: T) -> (Values, Values) {
     let cpu = with_backend(DeviceSpec::CPU, task.clone()).expect("the CPU backend");
-    let gpu = with_backend(GPU, task).expect("wgpu:0 (install mesa-vulkan-drivers for the CPU's software adapter)");
+    let gpu = with_backend(gpu(), task)
+        .unwrap_or_else(|e| panic!("{e} (for wgpu on a machine without a GPU, install mesa-vulkan-drivers)"));
     (cpu, gpu)
 }
 
@@ -376,12 +389,14 @@ fn named<B: AutodiffBackend, M: Module<B>>(module: &M, gradients: Option<&B::Gra
     visitor.out
 }
 
-/// One training step of the network in `weights` on `batch`.
+/// One training step of the network in `weights` on `batch`, computing in
+/// `precision`.
 #[derive(Clone)]
 struct Step {
     weights: PathBuf,
     batch: std::sync::Arc<Batch>,
     config: TrainConfig,
+    precision: Precision,
 }
 
 impl BackendTask for Step {
@@ -395,7 +410,7 @@ impl BackendTask for Step {
         let planes = tensor::<B, 4>(&self.batch.planes, dims, &device);
         let targets = self.batch.targets::<B>(game, &device);
 
-        let output = net.forward(planes.clone(), true);
+        let output = net.clone().cast(self.precision).forward(planes.clone(), true);
         out.insert("output policy".into(), values(output.policy.clone().inner()));
         out.insert("output wdl".into(), values(output.wdl.clone().inner()));
         out.insert("output moves_left".into(), values(output.moves_left.clone().inner()));
@@ -407,9 +422,11 @@ impl BackendTask for Step {
         }
 
         let mut trainer = Trainer::new(net, self.config.clone()).unwrap();
+        trainer.compute_in(self.precision).unwrap();
         let report = trainer.step(planes, targets);
-        assert!(!report.skipped);
-        assert!(report.grad_norm > self.config.grad_clip_norm as f32, "the step clips: {}", report.grad_norm);
+        out.insert("skipped".into(), vec![f32::from(u8::from(report.skipped))]);
+        let clips = report.grad_norm > self.config.grad_clip_norm as f32;
+        assert!(report.skipped || clips, "the step clips: {}", report.grad_norm);
         let loss = [report.total, report.policy, report.wdl, report.moves_left, report.future];
         out.insert("loss total, policy, wdl, moves_left, future".into(), loss.to_vec());
         out.insert("gradient norm".into(), vec![report.grad_norm]);
@@ -424,7 +441,9 @@ impl BackendTask for Step {
     }
 }
 
-fn step_parity<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind) {
+/// A training step of a fresh narrow network on 16 positions, with a
+/// learning rate of 1e-3 and clipping at 0.5.
+fn step<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind, precision: Precision) -> Step {
     let dir = std::env::temp_dir().join(format!("capa-wgpu-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let weights = dir.join(format!("{}-{policy_head:?}.safetensors", game.name()));
@@ -437,10 +456,47 @@ fn step_parity<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind) {
         ema_decay: 0.9,
         ..TrainConfig::default()
     };
-    let (cpu, gpu) = on_both(Step { weights, batch: std::sync::Arc::new(batch::<G>(16, 5)), config: train });
+    Step { weights, batch: std::sync::Arc::new(batch::<G>(16, 5)), config: train, precision }
+}
+
+fn step_parity<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind) {
+    let (cpu, gpu) = on_both(step::<G>(game, policy_head, Precision::F32));
     assert_parity(&format!("{} step", game.name()), &cpu, &gpu, |name| {
         if name.starts_with("output") || name.starts_with("loss") { 1e-4 } else { 1e-3 }
     });
+}
+
+/// Half precision on wgpu against f32 on the CPU, where the adapter has the
+/// type; where it has not, the refusal. Tolerances: f16 keeps 11 bits
+/// (about 3 decimal digits) and bf16 8; a first AdamW step moves each
+/// weight by about the learning rate whatever the gradient's size, so a
+/// weight differs by at most twice that (a gradient near zero whose sign
+/// the rounding flips).
+#[test]
+fn wgpu_half_precision_step_is_close_to_the_cpu() {
+    for precision in [Precision::F16, Precision::Bf16] {
+        let task = step::<Capablanca>(GameKind::Capablanca, PolicyHeadKind::Conv, precision);
+        let cpu = with_backend(DeviceSpec::CPU, Step { precision: Precision::F32, ..task.clone() }).unwrap();
+        let spec = DeviceSpec { precision, ..gpu() };
+        if let Err(refusal) = with_backend(spec, Nothing) {
+            let refusal = refusal.to_string();
+            eprintln!("{precision}: refused on {}: {refusal}", gpu().describe());
+            assert!(refusal.contains(&format!("cannot compute in `{precision}`")), "{refusal}");
+            continue;
+        }
+        let gpu = with_backend(spec, task).unwrap();
+        let digits = if precision == Precision::F16 { 2e-3 } else { 1.6e-2 };
+        assert_parity(&format!("capablanca {precision} step"), &cpu, &gpu, |name| {
+            if name.starts_with("after step") || name.starts_with("ema") {
+                2.1e-3
+            } else if name.starts_with("gradient") {
+                // Summed over the batch and the board in half precision.
+                5.0 * digits
+            } else {
+                4.0 * digits
+            }
+        });
+    }
 }
 
 #[test]
@@ -453,16 +509,21 @@ fn wgpu_training_step_matches_the_cpu_for_chess() {
     step_parity::<Chess>(GameKind::Chess, PolicyHeadKind::Dense);
 }
 
+/// A task that only opens the device.
+struct Nothing;
+
+impl BackendTask for Nothing {
+    type Output = ();
+    fn run<B: CapaAutodiffBackend>(self, _: B::Device) {}
+}
+
 /// A device index past the last adapter is an error that lists them.
+#[cfg(feature = "wgpu")]
 #[test]
 fn a_missing_wgpu_device_is_an_error_naming_those_there_are() {
-    struct Nothing;
-    impl BackendTask for Nothing {
-        type Output = ();
-        fn run<B: CapaAutodiffBackend>(self, _: B::Device) {}
-    }
-    let err = with_backend(DeviceSpec { backend: BackendKind::Wgpu, index: 99 }, Nothing).unwrap_err().to_string();
+    let err = with_backend(DeviceSpec::new(BackendKind::Wgpu, 99), Nothing).unwrap_err().to_string();
     assert!(err.contains("no device 99") && err.contains("wgpu:0"), "{err}");
-    assert!(with_backend(GPU, Nothing).is_ok());
-    assert!(GPU.describe().starts_with("wgpu:0, "), "{}", GPU.describe());
+    let wgpu = DeviceSpec::new(BackendKind::Wgpu, 0);
+    assert!(with_backend(wgpu, Nothing).is_ok());
+    assert!(wgpu.describe().starts_with("wgpu:0, "), "{}", wgpu.describe());
 }

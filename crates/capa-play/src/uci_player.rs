@@ -100,6 +100,7 @@ impl UciPlayer {
             .into_iter()
             .map(String::from)
             .chain(["--device".to_string(), device.index.to_string()])
+            .chain(["--precision".to_string(), device.precision.to_string()])
             .collect();
         Ok((UciPlayer::new(name, capa.to_path_buf(), args), config.game))
     }

@@ -37,13 +37,15 @@ pub(crate) struct Resumed<B: CapaAutodiffBackend> {
 }
 
 /// The trainer of the last committed iteration, or a fresh one (published
-/// as the run's first network).
+/// as the run's first network), on the first of `devices` and spread over
+/// the others.
 pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
     config: &RunConfig,
     dir: &RunDir,
-    device: &B::Device,
+    devices: &[B::Device],
 ) -> Result<Resumed<B>> {
-    Ok(match read_latest(dir)? {
+    let device = &devices[0];
+    let mut resumed = match read_latest(dir)? {
         Some(latest) => {
             let key = format!("checkpoints/{}", latest.checkpoint);
             let path = dir
@@ -72,7 +74,13 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
             let network = publish_net(&trainer.inference_net(), dir)?;
             Resumed { trainer, first_iteration: 1, network, curriculum_elo: None }
         }
-    })
+    };
+    if devices.len() > 1 {
+        resumed.trainer.spread_over(devices[1..].to_vec())?;
+        tracing::info!("training data-parallel over {} devices", devices.len());
+    }
+    resumed.trainer.compute_in(config.run.precision)?;
+    Ok(resumed)
 }
 
 /// Saves the iteration's checkpoint and commits the iteration (`latest.json`),

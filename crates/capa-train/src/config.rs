@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, PolicyHeadKind, TrainConfig};
+use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, PolicyHeadKind, Precision, TrainConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::buffer::{Sampling, ValueTarget};
@@ -65,6 +65,16 @@ pub struct RunSection {
     /// The device's index on the backend (for wgpu: discrete GPUs first, then
     /// integrated, virtual, CPU-type).
     pub device: usize,
+    /// Several devices of the backend instead of `device`, e.g. `[0, 1, 2, 3]`:
+    /// training is data-parallel (each device takes a shard of every batch,
+    /// gradients are summed with an all-reduce) and self-play's batches go
+    /// to whichever device is free (give `selfplay.groups` one more than
+    /// there are devices). Empty: `device` alone.
+    pub devices: Vec<usize>,
+    /// The network's arithmetic in self-play, training and evaluation:
+    /// `f32`, or on a GPU backend `f16` or `bf16` (weights, gradients and
+    /// optimizer state stay f32).
+    pub precision: Precision,
     /// `selfplay`: learn from the network's own games; `distill`: from a
     /// teacher's (`[distill]`), an epoch per iteration.
     pub mode: RunMode,
@@ -83,6 +93,8 @@ impl Default for RunSection {
             iterations: 0,
             backend: BackendKind::Cpu,
             device: 0,
+            devices: Vec::new(),
+            precision: Precision::F32,
             mode: RunMode::SelfPlay,
             init: None,
         }
@@ -554,9 +566,14 @@ impl RunConfig {
         Ok(net)
     }
 
-    /// The device the run trains and plays on.
+    /// The (first) device the run trains and plays on.
     pub fn device(&self) -> DeviceSpec {
-        DeviceSpec { backend: self.run.backend, index: self.run.device }
+        DeviceSpec { backend: self.run.backend, index: self.devices()[0], precision: self.run.precision }
+    }
+
+    /// The indices of every device the run trains and plays on.
+    pub fn devices(&self) -> Vec<usize> {
+        if self.run.devices.is_empty() { vec![self.run.device] } else { self.run.devices.clone() }
     }
 
     /// Checks every range; on failure the key and what is wrong.
@@ -604,6 +621,21 @@ impl RunConfig {
             ("checkpoint.every", self.checkpoint.every >= 1, "must be at least 1"),
             ("checkpoint.keep", self.checkpoint.keep >= 1, "must be at least 1"),
             ("run.dir", !self.run.dir.as_os_str().is_empty(), "must name a directory"),
+            (
+                "run.devices",
+                self.run.devices.is_empty() || self.run.device == 0,
+                "takes the place of run.device: set one of them",
+            ),
+            (
+                "run.devices",
+                self.run.devices.iter().enumerate().all(|(i, d)| !self.run.devices[..i].contains(d)),
+                "lists a device twice",
+            ),
+            (
+                "run.devices",
+                self.train.batch >= self.devices().len(),
+                "has more devices than train.batch has positions",
+            ),
             ("eval.games", self.eval.every == 0 || self.eval.games >= 1, "must be at least 1"),
             ("eval.simulations", (1..=1_000_000).contains(&self.eval.simulations), "must be 1 to 1000000"),
             ("eval.nodes", self.eval.nodes >= 1, "must be at least 1"),
@@ -758,6 +790,12 @@ mod tests {
         assert!(e.contains("net") && e.contains("huge"), "{e}");
         let e = error("[net]\nchannels = 30\n", &[]);
         assert!(e.contains("net"), "{e}");
+        let e = error("[run]\ndevices = [0, 1, 0]\n", &[]);
+        assert!(e.contains("run.devices (line 2)") && e.contains("twice"), "{e}");
+        let e = error("[run]\ndevice = 1\ndevices = [2, 3]\n", &[]);
+        assert!(e.contains("run.devices") && e.contains("run.device"), "{e}");
+        let config = RunConfig::parse("[run]\ndevices = [2, 3]\n", &[]).unwrap();
+        assert_eq!((config.devices(), config.device().index), (vec![2, 3], 2));
     }
 
     #[test]

@@ -119,10 +119,11 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
     stop: &AtomicBool,
-    device: &B::Device,
+    devices: &[B::Device],
     last: u64,
 ) -> Result<Finish> {
-    let resumed = start_trainer::<B>(config, dir, device)?;
+    let device = &devices[0];
+    let resumed = start_trainer::<B>(config, dir, devices)?;
     if resumed.first_iteration > last {
         return Ok(Finish::Completed);
     }

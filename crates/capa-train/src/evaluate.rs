@@ -222,7 +222,8 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
 ) -> Result<Evaluation> {
     let started = Instant::now();
     let section = &config.eval;
-    let current = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let current =
+        NetEvaluator::<G>::from_net(trainer.inference_net().cast(config.run.precision), std::slice::from_ref(device))?;
     let params = SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() };
     let searched = |name: &str, evaluator| SearchPlayer {
         name: name.to_string(),
@@ -251,7 +252,7 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
         let opponent =
             load_net::<B::InnerBackend>(&path, device).with_context(|| format!("[eval]: cannot load {key}"))?;
-        let opponent = NetEvaluator::<G>::from_net(opponent, device.clone())?;
+        let opponent = NetEvaluator::<G>::from_net(opponent.cast(config.run.precision), std::slice::from_ref(device))?;
         let mut opponent = searched(previous, &opponent);
         let bar = progress(pairs, &format!("iteration {iteration} eval"));
         let score = play_match::<G>(&mut network, &mut opponent, &settings(0), &mut |_| bar.inc(1))?;

@@ -25,7 +25,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, GameKind, NetGame, with_backend};
+use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, DeviceSpec, GameKind, NetGame, with_backend};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 
@@ -57,7 +57,9 @@ pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
     let _only_trainer = dir.lock()?;
     prepare(config, &dir)?;
     if config.run.backend != BackendKind::Cpu {
-        eprintln!("device {}", config.device().describe());
+        for index in config.devices() {
+            eprintln!("device {}", DeviceSpec { index, ..config.device() }.describe());
+        }
     }
     match config.game.name {
         GameKind::Capablanca => with_backend(config.device(), Loop::<Capablanca>::new(config, &dir, stop))?,
@@ -115,16 +117,20 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
 
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Result<Finish> {
         let Loop { config, dir, stop, .. } = self;
+        let mut devices = vec![device];
+        for &index in config.devices().get(1..).unwrap_or_default() {
+            devices.push(B::device(index)?);
+        }
         let all = config.last_iteration();
         match config.run.mode {
-            RunMode::Distill => distill::<B, G>(config, dir, stop, &device, all),
+            RunMode::Distill => distill::<B, G>(config, dir, stop, &devices, all),
             RunMode::SelfPlay => {
                 // Teacher first: the first distill.epochs iterations.
                 let epochs = config.distill.epochs.min(all);
-                if epochs > 0 && distill::<B, G>(config, dir, stop, &device, epochs)? == Finish::Interrupted {
+                if epochs > 0 && distill::<B, G>(config, dir, stop, &devices, epochs)? == Finish::Interrupted {
                     return Ok(Finish::Interrupted);
                 }
-                iterate::<B, G>(config, dir, stop, &device)
+                iterate::<B, G>(config, dir, stop, &devices)
             }
         }
     }

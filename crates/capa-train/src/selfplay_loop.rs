@@ -39,10 +39,11 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
     stop: &AtomicBool,
-    device: &B::Device,
+    devices: &[B::Device],
 ) -> Result<Finish> {
+    let device = &devices[0];
     let Resumed { mut trainer, first_iteration, mut network, curriculum_elo: resumed_elo } =
-        start_trainer::<B>(config, dir, device)?;
+        start_trainer::<B>(config, dir, devices)?;
     let last = config.last_iteration();
     if first_iteration > last {
         return Ok(Finish::Completed);
@@ -57,7 +58,7 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         // Self-play with the newest network, or the workers' games.
         let played = if config.selfplay.local {
             let games = Games { dir, settings: &settings, buffer: &mut buffer, curriculum: curriculum.as_mut() };
-            play_locally(config, games, &trainer, device, iteration, &network, stop)?
+            play_locally(config, games, &trainer, devices, iteration, &network, stop)?
         } else {
             collect_worker_games(config, dir, &mut buffer, &mut seen, stop)?
         };
@@ -120,13 +121,13 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     games: Games<'_, G>,
     trainer: &Trainer<B>,
-    device: &B::Device,
+    devices: &[B::Device],
     iteration: u64,
     network: &str,
     stop: &AtomicBool,
 ) -> Result<Option<SelfPlayStats>> {
     let Games { dir, settings, buffer, curriculum } = games;
-    let net = NetEvaluator::<G>::from_net(trainer.inference_net(), device.clone())?;
+    let net = NetEvaluator::<G>::from_net(trainer.inference_net().cast(config.run.precision), devices)?;
     let evaluator = CachedEvaluator::new(net, config.selfplay.cache);
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let (started, mut plies) = (Instant::now(), 0usize);

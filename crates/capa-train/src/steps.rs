@@ -76,7 +76,9 @@ pub(crate) fn train<B: CapaAutodiffBackend, G: NetGame>(
             report.wdl += f64::from(step.wdl);
             report.moves_left += f64::from(step.moves_left);
             report.future += f64::from(step.future);
-            report.grad_norm += f64::from(step.grad_norm);
+            if !step.skipped {
+                report.grad_norm += f64::from(step.grad_norm);
+            }
             report.learning_rate = step.learning_rate;
             bar.set_message(format!("loss {:.3}", step.total));
             bar.inc(1);
@@ -88,16 +90,11 @@ pub(crate) fn train<B: CapaAutodiffBackend, G: NetGame>(
         return Ok(None);
     }
     let n = report.steps.max(1) as f64;
-    for value in [
-        &mut report.loss,
-        &mut report.policy,
-        &mut report.wdl,
-        &mut report.moves_left,
-        &mut report.future,
-        &mut report.grad_norm,
-    ] {
+    for value in [&mut report.loss, &mut report.policy, &mut report.wdl, &mut report.moves_left, &mut report.future] {
         *value /= n;
     }
+    // A skipped step's norm is not finite.
+    report.grad_norm /= (report.steps - report.skipped).max(1) as f64;
     report.data_wait_share = waited / started.elapsed().as_secs_f64().max(1e-9);
     Ok(Some(report))
 }

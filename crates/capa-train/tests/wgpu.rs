@@ -1,5 +1,7 @@
 //! One iteration of `configs/tiny.toml` on the wgpu backend (Mesa's
 //! lavapipe in CI): self-play, training and a checkpoint, through the binary.
+//! Fewer games, playouts and steps than the config's: lavapipe runs the
+//! network on the CPU's cores, far slower than the CPU backend.
 
 use std::path::Path;
 use std::process::Command;
@@ -14,6 +16,8 @@ fn one_iteration_of_the_tiny_config_runs_on_wgpu() {
         .arg(&config)
         .args(["--set", &format!("run.dir={}", dir.display())])
         .args(["--set", "run.backend=wgpu", "--set", "run.iterations=1"])
+        .args(["--set", "selfplay.games=2", "--set", "selfplay.simulations=8", "--set", "game.ply_cap=40"])
+        .args(["--set", "train.steps=2", "--set", "train.batch=32"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -13,8 +13,16 @@ use burn::tensor::TensorMetadata;
 use burn::tensor::ops::{BoolTensor, FloatTensor};
 
 use super::CapaBackend;
+use crate::NetError;
+use crate::backend::BackendKind;
 
 impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
+    const KIND: BackendKind = B::KIND;
+
+    fn device(index: usize) -> Result<Self::Device, NetError> {
+        B::device(index)
+    }
+
     fn mish(x: FloatTensor<Self>) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct MishBackward;

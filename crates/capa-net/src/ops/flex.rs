@@ -4,7 +4,7 @@
 //! shape) goes to the tensor-op formulation.
 
 use burn::backend::Flex;
-use burn::backend::flex::{FlexTensor, Layout};
+use burn::backend::flex::{FlexDevice, FlexTensor, Layout};
 use burn::tensor::ops::{FloatTensorOps, ModuleOps};
 use burn::tensor::{BoolStore, Bytes, DType};
 use rayon::prelude::*;
@@ -33,6 +33,15 @@ fn zeroed(shape: Shape) -> FlexTensor {
 }
 
 impl CapaBackend for Flex {
+    const KIND: BackendKind = BackendKind::Cpu;
+
+    fn device(index: usize) -> Result<FlexDevice, NetError> {
+        if index != 0 {
+            return Err(NetError::Backend(format!("the CPU backend has one device, 0; got {index}")));
+        }
+        Ok(FlexDevice)
+    }
+
     fn mish(x: FlexTensor) -> FlexTensor {
         if x.dtype() != DType::F32 {
             return mish_with_tensor_ops::<Flex>(x);

@@ -17,10 +17,24 @@ use burn::nn::{LayerNorm, Linear};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{BoolTensor, ConvOptions, FloatTensor};
-use burn::tensor::{Shape, TensorMetadata, TensorPrimitive};
+use burn::tensor::{DType, Shape, TensorMetadata, TensorPrimitive};
+
+use crate::NetError;
+use crate::backend::BackendKind;
+use crate::precision::in_dtype;
 
 /// A backend the network runs on: burn's, plus the ops of this module.
 pub trait CapaBackend: Backend {
+    /// Which of capa's backends this is.
+    const KIND: BackendKind;
+
+    /// This backend's device `index`, opened.
+    ///
+    /// # Errors
+    /// [`NetError::Backend`] when there is no such device or it cannot be
+    /// opened.
+    fn device(index: usize) -> Result<Self::Device, NetError>;
+
     /// Mish, `x tanh(softplus(x))`, element-wise.
     fn mish(x: FloatTensor<Self>) -> FloatTensor<Self> {
         mish_with_tensor_ops::<Self>(x)
@@ -525,13 +539,20 @@ fn same_padding<B: Backend>(weight: &FloatTensor<B>) -> ConvOptions<2> {
     ConvOptions::new([1, 1], [kernel / 2, kernel / 2], [1, 1], 1)
 }
 
+/// Where Mish's `n / (n + 2)` is 1 in `x`'s type: 20 in f32 (and bf16,
+/// which has its range); 5 in f16, where `n` overflows from 5.5.
+fn exp_limit<B: Backend>(x: &Tensor<B, 1>) -> f64 {
+    if x.dtype() == DType::F16 { 5.0 } else { 20.0 }
+}
+
 fn mish_with_tensor_ops<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
     elementwise::<B>(x, |x| {
         // tanh(ln(1 + e)) = n / (n + 2) with n = e (e + 2), e = exp(x):
-        // one exponential; beyond 20 the ratio is 1 in f32.
-        let e = x.clone().clamp_max(20.0).exp();
+        // one exponential; beyond the clamp the ratio is 1.
+        let e = x.clone().clamp_max(exp_limit(&x)).exp();
         let n = e.clone() * e.add_scalar(2.0);
-        x * n.clone() / n.add_scalar(2.0)
+        // The ratio first: x n overflows f16 where the ratio does not.
+        x * (n.clone() / n.add_scalar(2.0))
     })
 }
 
@@ -539,7 +560,7 @@ fn mish_backward_with_tensor_ops<B: Backend>(x: FloatTensor<B>, grad: FloatTenso
     let shape = x.shape();
     let x = flat::<B>(x);
     let grad = flat::<B>(grad);
-    let e = x.clone().clamp_max(20.0).exp();
+    let e = x.clone().clamp_max(exp_limit(&x)).exp();
     let n = e.clone() * e.clone().add_scalar(2.0);
     let t = n.clone() / n.add_scalar(2.0);
     let sigmoid = e.clone() / e.add_scalar(1.0);
@@ -564,10 +585,24 @@ mod flex;
 mod autodiff;
 
 #[cfg(feature = "wgpu")]
-impl CapaBackend for burn::backend::Wgpu {}
+impl CapaBackend for burn::backend::Wgpu {
+    const KIND: BackendKind = BackendKind::Wgpu;
+
+    fn device(index: usize) -> Result<Self::Device, NetError> {
+        crate::wgpu_adapter::open(index).map(|adapter| adapter.device)
+    }
+}
 
 #[cfg(feature = "cuda")]
-impl CapaBackend for burn::backend::Cuda {}
+impl CapaBackend for burn::backend::Cuda {
+    const KIND: BackendKind = BackendKind::Cuda;
+
+    /// The runtime opens it on first use (and panics if it cannot: the
+    /// callers run GPU work under a guard that reports it).
+    fn device(index: usize) -> Result<Self::Device, NetError> {
+        Ok(burn::backend::cuda::CudaDevice::new(index))
+    }
+}
 
 /// [`CapaBackend::swap_last_dims`] on tensors.
 pub fn swap_last_dims<B: CapaBackend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
@@ -617,14 +652,20 @@ pub fn dense<B: CapaBackend>(layer: &Linear<B>, x: Tensor<B, 2>) -> Tensor<B, 2>
 
 /// [`CapaBackend::layer_norm_last`] on tensors: `norm` applied to each row
 /// of `x` `[rows, width]`.
+///
+/// In f32 whatever the activations' type, as the group norm's statistics:
+/// f16 overflows on a row's sum of squares.
 pub fn layer_norm<B: CapaBackend>(norm: &LayerNorm<B>, x: Tensor<B, 2>) -> Tensor<B, 2> {
     let beta = norm.beta.as_ref().expect("the network's layer norms have a shift");
-    Tensor::from_primitive(TensorPrimitive::Float(B::layer_norm_last(
-        x.into_primitive().tensor(),
-        norm.gamma.val().into_primitive().tensor(),
-        beta.val().into_primitive().tensor(),
+    let f32 = |t: Tensor<B, 1>| in_dtype(t, DType::F32).into_primitive().tensor();
+    let dtype = x.dtype();
+    let normalised = Tensor::from_primitive(TensorPrimitive::Float(B::layer_norm_last(
+        in_dtype(x, DType::F32).into_primitive().tensor(),
+        f32(norm.gamma.val()),
+        f32(beta.val()),
         LAYER_NORM_EPSILON,
-    )))
+    )));
+    in_dtype(normalised, dtype)
 }
 
 /// The epsilon of every layer norm in the network (burn's default).
