@@ -55,7 +55,7 @@ const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 /// per network batch, 8), NNCacheSize (evaluations kept so that a
 /// position seen again costs no network call, 200000; 0 turns the cache
 /// off), MoveOverhead (ms kept back from each move's
-/// time), Backend and Device (the network reloads on the next `isready`
+/// time), Backend, Device and Precision (the network reloads on the next `isready`
 /// or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
 /// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
 /// Lines the engine cannot use are answered with `info string`.

@@ -395,7 +395,8 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     /// each takes a shard of the batch.
     ///
     /// # Panics
-    /// Spread over devices, when burn-collective fails to all-reduce.
+    /// Spread over devices, when burn-collective fails to all-reduce or the
+    /// batch has fewer rows than there are devices.
     pub fn step(&mut self, planes: Tensor<B, 4>, targets: Targets<B>) -> StepReport {
         if self.replicas.is_empty() {
             return self.step_on_shard(planes, targets, [1.0; 4]);

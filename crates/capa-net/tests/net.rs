@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use burn::backend::flex::FlexDevice;
 use burn::backend::{Autodiff, Flex};
+use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
 use capa_mcts::{Evaluations, Evaluator, LeafRequest, Limits, SearchParams, Tree};
@@ -459,6 +460,31 @@ fn the_evaluator_gives_priors_over_legal_moves_and_drives_a_search() {
     let mut tree = Tree::new(capa_rules::History::new(Capablanca::startpos()), SearchParams::default(), 1).unwrap();
     let result = tree.search(&evaluator, Limits::playouts(64)).unwrap();
     assert!(result.nodes > 1);
+
+    // Spread over two devices (the CPU twice here), batches sent from two
+    // threads at once get the one-device answers.
+    let net = load_net::<Infer>(&path, &FlexDevice).unwrap();
+    let spread = NetEvaluator::<Capablanca>::from_net(net.clone(), &[FlexDevice, FlexDevice]).unwrap();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut answer = Evaluations::default();
+                    spread.evaluate(&requests, &mut answer).unwrap();
+                    answer
+                })
+            })
+            .collect();
+        for thread in threads {
+            let answer = thread.join().unwrap();
+            for i in 0..requests.len() {
+                let ((p, v), (q, w)) = (answer.get(i), out.get(i));
+                assert!(p.iter().zip(q).all(|(a, b)| (a - b).abs() < 1e-6), "position {i}: {p:?} vs {q:?}");
+                assert!((v.moves_left - w.moves_left).abs() < 1e-4, "position {i}");
+            }
+        }
+    });
+    assert!(NetEvaluator::<Capablanca>::from_net(net, &[]).is_err(), "no device");
 
     // A network for another game is refused.
     assert!(NetEvaluator::<Chess>::from_file(&path, DeviceSpec::CPU).is_err());

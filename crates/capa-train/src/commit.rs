@@ -185,13 +185,13 @@ mod tests {
         Train::seed(&FlexDevice, run.run.seed + 98);
         save_net(&Net::<Flex>::new(&run.net_config().unwrap(), &FlexDevice), &init).unwrap();
 
-        let started = start_trainer::<Train>(&run, &RunDir::open(&run.run.dir).unwrap(), &FlexDevice).unwrap();
+        let started = start_trainer::<Train>(&run, &RunDir::open(&run.run.dir).unwrap(), &[FlexDevice]).unwrap();
         let first = base.join("first.safetensors");
         save_net(&started.trainer.inference_net(), &first).unwrap();
         assert_eq!(weights(&first), weights(&init), "the first network is the file's");
 
         let wider = config(&base.join("wider"), &NET.replace("channels = 16", "channels = 24"), &init);
-        let refused = start_trainer::<Train>(&wider, &RunDir::open(&wider.run.dir).unwrap(), &FlexDevice);
+        let refused = start_trainer::<Train>(&wider, &RunDir::open(&wider.run.dir).unwrap(), &[FlexDevice]);
         let error = format!("{:#}", refused.err().expect("another architecture is refused"));
         assert!(error.contains("run.init") && error.contains("init.safetensors"), "{error}");
         let _ = std::fs::remove_dir_all(&base);
