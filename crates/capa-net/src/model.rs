@@ -7,7 +7,7 @@
 //!        -> policy | WDL | moves-left | future move
 //! ```
 
-use burn::module::Param;
+use burn::module::{ModuleVisitor, Param};
 use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::DType;
@@ -399,9 +399,20 @@ impl<B: Backend> Net<B> {
 impl<B: CapaBackend> Net<B> {
     /// A freshly initialised network. The config must have passed
     /// [`NetConfig::validate`].
+    ///
+    /// Its weights are drawn here, not on first use (burn's default): a
+    /// clone of a lazily initialised network draws its own, so the copies
+    /// that training makes (the EMA, a replica per device) would start from
+    /// different weights.
     pub fn new(config: &NetConfig, device: &B::Device) -> Self {
+        struct Draw;
+        impl<B: Backend> ModuleVisitor<B> for Draw {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+                let _ = param.val();
+            }
+        }
         let channels = config.channels;
-        Net {
+        let net = Net {
             input_conv: conv3x3(config.game.planes(), channels, device),
             input_norm: GroupNorm::new(config.groups, channels, device),
             blocks: (0..config.blocks).map(|_| ResBlock::new(config, device)).collect(),
@@ -411,7 +422,9 @@ impl<B: CapaBackend> Net<B> {
             moves_left: ScalarHead::new(config, MOVES_LEFT_CHANNELS, 1, device),
             future: config.future_head.then(|| PolicyHead::new(config, device)),
             config: config.clone(),
-        }
+        };
+        net.visit(&mut Draw);
+        net
     }
 
     /// Runs the network on `planes`, `[batch, planes, ranks, files]`;
