@@ -281,8 +281,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     /// # Errors
     /// As [`Precision::check`] on the trainer's device.
     pub fn compute_in(&mut self, precision: Precision) -> Result<(), NetError> {
-        let device = self.model().devices().into_iter().next().expect("a network has weights on a device");
-        precision.check::<B>(&device)?;
+        precision.check::<B>(&self.device())?;
         let loss_scale = if precision.scales_loss() { INITIAL_LOSS_SCALE } else { 1.0 };
         (self.precision, self.loss_scale, self.steps_at_scale) = (precision, loss_scale, 0);
         for replica in &mut self.replicas {
@@ -305,6 +304,11 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     /// The training settings.
     pub fn config(&self) -> &TrainConfig {
         &self.config
+    }
+
+    /// The device the trainer's own copy lives on.
+    fn device(&self) -> B::Device {
+        self.model().devices().into_iter().next().expect("a network has weights on a device")
     }
 
     /// The network to play with: the EMA weights when there are, else the
@@ -331,7 +335,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         if others.is_empty() {
             return Ok(());
         }
-        let own = self.model().devices().into_iter().next().expect("a network has weights on a device");
+        let own = self.device();
         let replicas: Vec<Replica<B>> = others
             .into_iter()
             .map(|device| {
