@@ -63,6 +63,24 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         repeat: usize,
     },
+    /// Time the reading side of Lc0 V6 data, as `run.mode = "supervised"`
+    /// streams it: chunks decompressed and decoded by 1 and 2 reader
+    /// threads through the shuffle buffer (timed once it is full), then the
+    /// same with every sample expanded into the network's 112 float planes.
+    ///
+    /// Prints a line per case, then a last line
+    /// `stream_r1 A stream_r2 B inputs_r2 C` (positions per second, wall clock).
+    V6 {
+        /// V6 files (`.gz`), `.tar` and `.tar.gz` archives, or folders of them.
+        #[arg(required = true)]
+        data: Vec<PathBuf>,
+        /// Positions taken per case (the stream starts over when the data ends).
+        #[arg(long, default_value_t = 300_000)]
+        positions: u64,
+        /// Positions the shuffle buffer holds.
+        #[arg(long, default_value_t = 100_000)]
+        shuffle_buffer: usize,
+    },
     /// Time the network: inference at batch 1, 32 and --batch, and training
     /// steps (forward, losses, backward, AdamW) at --batch, on fresh weights.
     ///
@@ -122,6 +140,7 @@ impl BenchCommand {
                 }
             }
             BenchCommand::Lc0 { files, repeat } => lc0(&files, repeat),
+            BenchCommand::V6 { data, positions, shuffle_buffer } => v6(&data, positions, shuffle_buffer),
             BenchCommand::Net {
                 size,
                 channels,
@@ -468,6 +487,54 @@ fn lc0(files: &[PathBuf], repeat: usize) -> Result<()> {
         whole[0],
         whole[1]
     );
+    Ok(())
+}
+
+/// Streams `data` as supervised training does; the last line is
+/// `stream_r1 A stream_r2 B inputs_r2 C` in positions per second.
+fn v6(data: &[PathBuf], positions: u64, shuffle_buffer: usize) -> Result<()> {
+    use capa_lc0::{INPUT_FLOATS, SampleSettings, StreamSettings, V6Stream, v6_chunks};
+    if positions == 0 || shuffle_buffer == 0 {
+        bail!("--positions and --shuffle-buffer must be at least 1");
+    }
+    let (chunks, warnings) = v6_chunks(data)?;
+    if chunks.is_empty() {
+        bail!("no V6 data in the files given (looked for .gz files, .tar and .tar.gz archives)");
+    }
+    println!("{} chunks, {} warnings while listing", chunks.len(), warnings.len());
+    let mut rates = Vec::new();
+    for (readers, expand) in [(1, false), (2, false), (2, true)] {
+        let settings =
+            StreamSettings { readers, shuffle_buffer, sample_rate: 1, seed: 1, sample: SampleSettings::default() };
+        let mut stream = V6Stream::start(chunks.clone(), 0, settings, |_| {});
+        // Steady state: the buffer full, each sample out replaced by one read.
+        if !stream.fill() {
+            bail!("nothing readable in the data");
+        }
+        let (cpu, started) = (cpu_seconds(), Instant::now());
+        let mut input = vec![0.0f32; INPUT_FLOATS];
+        for _ in 0..positions {
+            let sample = stream.next_sample().context("nothing readable in the data")?;
+            if expand {
+                sample.write_input(&mut input);
+            }
+        }
+        let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+        let counts = stream.counts();
+        drop(stream);
+        println!(
+            "{} reader{}{}: {:>8.0} positions/s, {:.0} per CPU-second, {:.2} epochs, {} records skipped",
+            readers,
+            if readers == 1 { "" } else { "s" },
+            if expand { ", expanded to float planes" } else { "" },
+            positions as f64 / wall,
+            positions as f64 / cpu,
+            counts.chunks as f64 / chunks.len() as f64,
+            counts.skipped_records
+        );
+        rates.push(positions as f64 / wall);
+    }
+    println!("stream_r1 {:.0} stream_r2 {:.0} inputs_r2 {:.0}", rates[0], rates[1], rates[2]);
     Ok(())
 }
 

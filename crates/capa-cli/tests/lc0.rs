@@ -223,3 +223,70 @@ fn engine_flags_are_checked_before_any_work() {
     assert!(!out_dir.exists(), "nothing written");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn pgn_to_v6_to_a_supervised_network_that_answers_uci() {
+    let dir = fresh("supervised");
+    let v6 = dir.join("v6");
+    let out = capa(&[
+        "lc0",
+        "convert",
+        &sample("sf_selfplay_played_out.pgn"),
+        "--output-dir",
+        v6.to_str().unwrap(),
+        "--pgn-eval-mode",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The same games packed as Lc0 ships runs: the trainer reads both forms.
+    let tars = dir.join("tars");
+    let out = capa(&["lc0", "pack", v6.to_str().unwrap(), "--output-dir", tars.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run_dir = dir.join("run");
+    let config = |data: &Path, iterations: u64| {
+        let text = format!(
+            "[run]\ndir = {:?}\nmode = \"supervised\"\niterations = {iterations}\n[game]\nname = \"chess\"\n\
+             [net]\nchannels = 16\nblocks = 1\ntransformer_blocks = 1\nheads = 2\ngroups = 2\n\
+             [supervised]\ndata = [{:?}]\nholdout = 0.2\nshuffle_buffer = 32\nreaders = 1\nheld_out_positions = 64\n\
+             [train]\nbatch = 16\nsteps = 4\n",
+            run_dir.display().to_string(),
+            data.display().to_string()
+        );
+        capa_train::RunConfig::parse(&text, &[]).unwrap()
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    assert_eq!(capa_train::run(&config(&tars, 1), &stop).unwrap(), capa_train::Finish::Completed);
+    // Resumed from the commit: the second iteration goes on in the same epoch.
+    assert_eq!(capa_train::run(&config(&tars, 2), &stop).unwrap(), capa_train::Finish::Completed);
+    let metrics = std::fs::read_to_string(run_dir.join("metrics.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{metrics}");
+    let epochs = |i: usize| lines[i]["epochs"].as_f64().unwrap();
+    assert!(epochs(0) > 0.0 && epochs(1) > epochs(0) && epochs(1) < 1.0, "{metrics}");
+    assert_eq!(lines[1]["train"]["steps"], 4, "{metrics}");
+    assert_eq!(lines[1]["held_out"]["positions"], 64, "{metrics}");
+    let latest = std::fs::read_to_string(run_dir.join("checkpoints/latest.json")).unwrap();
+    assert!(latest.contains("\"data_position\""), "{latest}");
+
+    // The network plays chess over UCI.
+    let hash = std::fs::read_to_string(run_dir.join("LATEST")).unwrap();
+    let net = run_dir.join("nets").join(format!("{}.safetensors", hash.trim()));
+    let command = format!("{} uci --net {}", env!("CARGO_BIN_EXE_capa"), net.display());
+    let mut engine = capa_uci::UciEngine::start(&command).unwrap();
+    engine.new_game().unwrap();
+    let answer = engine.go("startpos moves e2e4", capa_uci::Go::Nodes(16)).unwrap();
+    let best = answer.best.expect("a move");
+    let mut game = capa_rules::History::new(<capa_rules::chess::Chess as capa_rules::Game>::startpos());
+    game.play_uci_moves(["e2e4", best.as_str()]).unwrap_or_else(|e| panic!("{best} is not legal after 1. e4: {e}"));
+
+    // A folder with nothing readable is refused before training.
+    let junk = dir.join("junk");
+    std::fs::create_dir_all(&junk).unwrap();
+    std::fs::write(junk.join("game_000000.gz"), b"not gzip").unwrap();
+    std::fs::write(junk.join("game_000001.gz"), b"neither").unwrap();
+    let mut refused = config(&junk, 1);
+    refused.run.dir = dir.join("junk-run");
+    refused.supervised.holdout = 0.0;
+    let error = format!("{:#}", capa_train::run(&refused, &stop).unwrap_err());
+    assert!(error.contains("nothing readable in 2 training chunks"), "{error}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -3,7 +3,9 @@
 //! `<name>-N/game_NNNNNN.gz` folders, one game per file, as Lc0's
 //! trainer and trainingdata-tool lay them out; finishing unfinished games
 //! with an engine, rescoring against Syzygy tables, deduplication and
-//! packing into the tar chunks Lc0's training runs ship as (`capa lc0`).
+//! packing into the tar chunks Lc0's training runs ship as (`capa lc0`);
+//! and the reading side for training: V6 files and archives streamed
+//! through reader threads and a shuffle buffer as samples.
 
 #![deny(missing_docs)]
 
@@ -17,6 +19,8 @@ mod pgn;
 mod planes;
 mod record;
 mod rescore;
+mod sample;
+mod stream;
 mod wdl;
 
 use std::collections::BTreeMap;
@@ -53,6 +57,8 @@ pub use rescore::{
     RescoreEvent, RescoreOptions, RescoreSummary, TablebaseVerdict, Tables, is_rescored, prefer_rescored,
     rescore_files, rescore_game, rescored_path,
 };
+pub use sample::{INPUT_FLOATS, QSource, SampleError, SampleSettings, V6Sample};
+pub use stream::{Chunk, DataWarning, StreamCounts, StreamSettings, V6Stream, read_chunk, read_samples, v6_chunks};
 pub use wdl::{MATE_PAWNS, WdlModel, r50_damp, static_eval, wdl_rescale};
 
 /// Games converted together: enough to keep every thread busy, few enough

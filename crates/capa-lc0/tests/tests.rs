@@ -3,3 +3,4 @@
 mod convert;
 mod engines;
 mod rescore;
+mod stream;

@@ -55,6 +55,9 @@ pub struct HostBatch {
     pub moves_left: Vec<f32>,
     /// `[size, policy]`: the side to move's next move (one-hot), zeros if none.
     pub future: Vec<f32>,
+    /// `[size]`, or empty: the policy index of the move each position's
+    /// record names best, which the top-1 agreement counts against.
+    pub best: Vec<u32>,
 }
 
 /// How the value target of a position is made.
@@ -193,6 +196,7 @@ impl<G: NetGame> ReplayBuffer<G> {
             wdl: vec![0.0; size * 3],
             moves_left: vec![0.0; size],
             future: vec![0.0; size * policy_size],
+            best: Vec::new(),
         };
         picks
             .par_iter()

@@ -23,9 +23,19 @@ struct Latest {
     iteration: u64,
     checkpoint: String,
     network: String,
+    #[serde(flatten)]
+    carried: Carried,
+}
+
+/// What an iteration hands on to the next besides the weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Carried {
     /// The curriculum engine's `UCI_Elo` for the next iteration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    curriculum_elo: Option<i64>,
+    pub curriculum_elo: Option<i64>,
+    /// Where the supervised data stream goes on (`V6Stream::position`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_position: Option<u64>,
 }
 
 /// Where a run starts: its trainer, first iteration and newest network.
@@ -33,7 +43,7 @@ pub(crate) struct Resumed<B: CapaAutodiffBackend> {
     pub trainer: Trainer<B>,
     pub first_iteration: u64,
     pub network: String,
-    pub curriculum_elo: Option<i64>,
+    pub carried: Carried,
 }
 
 /// The trainer of the last committed iteration, or a fresh one (published
@@ -55,12 +65,7 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
                 .with_context(|| format!("cannot resume from {key} in {}", dir.location()))?;
             tracing::info!("resuming {} after iteration {}", dir.location(), latest.iteration);
             truncate_metrics(dir, latest.iteration)?;
-            Resumed {
-                trainer,
-                first_iteration: latest.iteration + 1,
-                network: latest.network,
-                curriculum_elo: latest.curriculum_elo,
-            }
+            Resumed { trainer, first_iteration: latest.iteration + 1, network: latest.network, carried: latest.carried }
         }
         None => {
             B::seed(device, config.run.seed);
@@ -72,7 +77,7 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
             }
             let trainer = Trainer::new(net, config.optimizer.clone())?;
             let network = publish_net(&trainer.inference_net(), dir)?;
-            Resumed { trainer, first_iteration: 1, network, curriculum_elo: None }
+            Resumed { trainer, first_iteration: 1, network, carried: Carried::default() }
         }
     };
     if devices.len() > 1 {
@@ -91,11 +96,11 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
     trainer: &Trainer<B>,
     iteration: u64,
     network: &str,
-    curriculum_elo: Option<i64>,
+    carried: Carried,
 ) -> Result<()> {
     let checkpoint = format!("iter-{iteration:06}.safetensors");
     dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(trainer, path)?))?;
-    let latest = Latest { iteration, checkpoint, network: network.to_string(), curriculum_elo };
+    let latest = Latest { iteration, checkpoint, network: network.to_string(), carried };
     dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
     prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)
 }

@@ -48,6 +48,9 @@ pub struct RunConfig {
     /// `[distill]`: the teacher data of `run.mode = "distill"`.
     #[serde(default)]
     pub distill: DistillSection,
+    /// `[supervised]`: the Lc0 V6 data of `run.mode = "supervised"`.
+    #[serde(default)]
+    pub supervised: SupervisedSection,
 }
 
 /// `[run]`.
@@ -76,7 +79,9 @@ pub struct RunSection {
     /// optimizer state stay f32).
     pub precision: Precision,
     /// `selfplay`: learn from the network's own games; `distill`: from a
-    /// teacher's (`[distill]`), an epoch per iteration.
+    /// teacher's (`[distill]`), an epoch per iteration; `supervised`: from
+    /// Lc0 V6 training data (`[supervised]`, chess), `train.steps` steps
+    /// per iteration.
     pub mode: RunMode,
     /// A network file the run's first network starts from (a distilled
     /// student, another run's network); its architecture must be `[net]`'s.
@@ -109,6 +114,8 @@ pub enum RunMode {
     SelfPlay,
     /// A teacher engine's games, from `capa distill gen`.
     Distill,
+    /// Lc0 V6 training data (chess).
+    Supervised,
 }
 
 /// `[game]`.
@@ -484,6 +491,71 @@ impl DistillSection {
     }
 }
 
+/// `[supervised]`: the Lc0 V6 training data of `run.mode = "supervised"`,
+/// streamed as lczero-training's chunk parser does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SupervisedSection {
+    /// V6 files (`.gz`), `.tar` archives of them (read in place, as Lc0
+    /// ships its training runs and `capa lc0 pack` writes them), `.tar.gz`
+    /// archives, and folders searched for all three.
+    pub data: Vec<PathBuf>,
+    /// Share of the chunks (files, archive members) held out to measure the
+    /// network; the split hashes the names, so it never changes.
+    pub holdout: f32,
+    /// Held-out positions measured after each iteration (the first ones of
+    /// the held-out chunks, in name order).
+    pub held_out_positions: usize,
+    /// Keep one record in this many, at random (1: all). lczero-training
+    /// keeps 1 in 32 of self-play data, whose neighbouring positions are alike.
+    pub sample_rate: u32,
+    /// Positions the shuffle buffer holds (about 1.2 KB each).
+    pub shuffle_buffer: usize,
+    /// Reader threads decompressing and decoding chunks.
+    pub readers: usize,
+    /// Share of the value target from the search's Q and D (`q_source`);
+    /// the rest is the game's result (lczero-training's `q_ratio`).
+    pub q_ratio: f32,
+    /// `best`: the best move's Q and D, as lczero-training; `root`: the root's.
+    pub q_source: QSourceKind,
+}
+
+impl Default for SupervisedSection {
+    fn default() -> SupervisedSection {
+        SupervisedSection {
+            data: Vec::new(),
+            holdout: 0.05,
+            held_out_positions: 20_000,
+            sample_rate: 1,
+            shuffle_buffer: 200_000,
+            readers: 2,
+            q_ratio: 0.0,
+            q_source: QSourceKind::Best,
+        }
+    }
+}
+
+/// Whose Q and D the supervised value target mixes in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QSourceKind {
+    /// The best move's.
+    Best,
+    /// The root's.
+    Root,
+}
+
+impl SupervisedSection {
+    /// How records become samples.
+    pub fn sample_settings(&self) -> capa_lc0::SampleSettings {
+        let q_source = match self.q_source {
+            QSourceKind::Best => capa_lc0::QSource::Best,
+            QSourceKind::Root => capa_lc0::QSource::Root,
+        };
+        capa_lc0::SampleSettings { q_ratio: self.q_ratio, q_source }
+    }
+}
+
 impl RunConfig {
     /// Whether the run learns from teacher data, in all its iterations or
     /// in its first `distill.epochs`.
@@ -666,6 +738,25 @@ impl RunConfig {
             ),
             ("distill.holdout", (0.0..=0.5).contains(&self.distill.holdout), "must be in [0, 0.5]"),
             ("distill.value_q_weight", (0.0..=1.0).contains(&self.distill.value_q_weight), "must be in [0, 1]"),
+            (
+                "run.mode",
+                self.run.mode != RunMode::Supervised || self.game.name == GameKind::Chess,
+                "\"supervised\" reads Lc0's V6 chess data: set game.name = \"chess\"",
+            ),
+            (
+                "supervised.data",
+                self.run.mode != RunMode::Supervised || !self.supervised.data.is_empty(),
+                "must list V6 files, archives or folders when run.mode = \"supervised\"",
+            ),
+            ("supervised.holdout", (0.0..=0.5).contains(&self.supervised.holdout), "must be in [0, 0.5]"),
+            ("supervised.sample_rate", self.supervised.sample_rate >= 1, "must be at least 1"),
+            (
+                "supervised.shuffle_buffer",
+                (1..=10_000_000).contains(&self.supervised.shuffle_buffer),
+                "must be 1 to 10000000",
+            ),
+            ("supervised.readers", (1..=64).contains(&self.supervised.readers), "must be 1 to 64"),
+            ("supervised.q_ratio", (0.0..=1.0).contains(&self.supervised.q_ratio), "must be in [0, 1]"),
         ];
         if let Some((key, _, message)) = more.into_iter().find(|(_, ok, _)| !ok) {
             return fail(key, message.to_string());

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::Finish;
 use crate::buffer::{ReplayBuffer, Sampling, ValueTarget};
-use crate::commit::{commit, publish_net, start_trainer};
+use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::evaluate::{Evaluation, evaluate_if_due};
 use crate::metrics::METRICS;
@@ -39,7 +39,7 @@ pub(crate) struct TeacherData<G: NetGame> {
 
 /// Whether the game in file `name` is held out: a hash of the name below
 /// `share`, so the split never changes for a file.
-fn held_out(name: &str, share: f32) -> bool {
+pub(crate) fn held_out(name: &str, share: f32) -> bool {
     let hash = capa_rules::fnv1a(name.as_bytes());
     (hash % 1_000_000) as f64 / 1e6 < f64::from(share)
 }
@@ -145,7 +145,8 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
     let steps = data.train.positions().div_ceil(config.train.batch) as u64;
     for iteration in resumed.first_iteration..=last {
         let started = Instant::now();
-        let Some(report) = train(config, &mut trainer, &data.train, steps, iteration, device, stop)? else {
+        let batches = |rng: &mut _| data.train.sample(config.train.batch, rng);
+        let Some(report) = train::<B, G>(config, &mut trainer, batches, steps, iteration, device, stop)? else {
             return Ok(Finish::Interrupted);
         };
         let seconds_train = started.elapsed().as_secs_f64();
@@ -167,7 +168,7 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         // the evaluation redoes the epoch, and its metrics line is whole.
         let eval = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
         let saved = Instant::now();
-        commit(config, dir, &trainer, iteration, &network, None)?;
+        commit(config, dir, &trainer, iteration, &network, Carried::default())?;
         let metrics = EpochMetrics {
             iteration,
             network: network.clone(),

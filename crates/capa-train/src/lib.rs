@@ -2,8 +2,8 @@
 //! tests. Read it top-down from [`run`]:
 //!
 //! - `run.rs`: checks, the run directory and its lock, the mode's loop;
-//! - `selfplay_loop.rs` (self-play) and `distill.rs` (a teacher's games):
-//!   the loops, iteration by iteration;
+//! - `selfplay_loop.rs` (self-play), `distill.rs` (a teacher's games) and
+//!   `supervised.rs` (Lc0 V6 data): the loops, iteration by iteration;
 //! - `selfplay.rs` and `curriculum.rs`: games played by the network;
 //!   `buffer.rs`: the replay buffer; `steps.rs`: training steps and mean
 //!   losses; `evaluate.rs`: `[eval]`, matches through capa-play;
@@ -31,6 +31,7 @@ mod rundir;
 mod selfplay;
 mod selfplay_loop;
 mod steps;
+mod supervised;
 mod worker;
 
 pub use buffer::{HostBatch, ReplayBuffer, Sampling};

@@ -1,6 +1,6 @@
 //! A run from its config: the checks before it starts, the run directory
-//! and its lock, then the loop of its mode (self-play or distillation), or
-//! both in turn (`distill.epochs` of distillation, then self-play).
+//! and its lock, then the loop of its mode (self-play, distillation or
+//! supervised), or distillation then self-play in turn (`distill.epochs`).
 //!
 //! The run directory (a local path or an object store, see [`RunDir`]):
 //!
@@ -35,6 +35,7 @@ use crate::distill::distill;
 use crate::evaluate::check_engine;
 use crate::rundir::RunDir;
 use crate::selfplay_loop::iterate;
+use crate::supervised::supervised;
 
 /// The saved config.
 const CONFIG: &str = "config.toml";
@@ -124,6 +125,7 @@ impl<G: NetGame> BackendTask for Loop<'_, G> {
         let all = config.last_iteration();
         match config.run.mode {
             RunMode::Distill => distill::<B, G>(config, dir, stop, &devices, all),
+            RunMode::Supervised => supervised::<B, G>(config, dir, stop, &devices, all),
             RunMode::SelfPlay => {
                 // Teacher first: the first distill.epochs iterations.
                 let epochs = config.distill.epochs.min(all);

@@ -18,7 +18,7 @@ use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer};
 
 use crate::Finish;
 use crate::buffer::ReplayBuffer;
-use crate::commit::{Resumed, commit, publish_net, start_trainer};
+use crate::commit::{Carried, Resumed, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
@@ -42,8 +42,7 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
     devices: &[B::Device],
 ) -> Result<Finish> {
     let device = &devices[0];
-    let Resumed { mut trainer, first_iteration, mut network, curriculum_elo: resumed_elo } =
-        start_trainer::<B>(config, dir, devices)?;
+    let Resumed { mut trainer, first_iteration, mut network, carried } = start_trainer::<B>(config, dir, devices)?;
     let last = config.last_iteration();
     if first_iteration > last {
         return Ok(Finish::Completed);
@@ -52,7 +51,7 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
     let settings = SelfPlaySettings::new(&config.selfplay, &config.game);
     // Workers play their own games: the curriculum is the trainer's.
     let mut curriculum =
-        if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, resumed_elo)? } else { None };
+        if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, carried.curriculum_elo)? } else { None };
     for iteration in first_iteration..=last {
         let started = Instant::now();
         // Self-play with the newest network, or the workers' games.
@@ -71,7 +70,9 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
 
         // Training.
         let trained = Instant::now();
-        let Some(report) = train(config, &mut trainer, &buffer, config.train.steps, iteration, device, stop)? else {
+        let steps = if buffer.positions() == 0 { 0 } else { config.train.steps };
+        let batches = |rng: &mut _| buffer.sample(config.train.batch, rng);
+        let Some(report) = train::<B, G>(config, &mut trainer, batches, steps, iteration, device, stop)? else {
             return Ok(Finish::Interrupted);
         };
         let train_seconds = trained.elapsed().as_secs_f64();
@@ -84,7 +85,8 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         // iteration and its line in metrics.jsonl is never missing.
         let evaluation = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
         let saved = Instant::now();
-        commit(config, dir, &trainer, iteration, &network, curriculum.as_ref().map(Curriculum::elo))?;
+        let carried = Carried { curriculum_elo: curriculum.as_ref().map(Curriculum::elo), ..Carried::default() };
+        commit(config, dir, &trainer, iteration, &network, carried)?;
         let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
 
         let metrics = Metrics::new(

@@ -31,19 +31,21 @@ pub(crate) struct TrainReport {
     pub data_wait_share: f64,
 }
 
-/// Trains `steps` steps on batches a loader thread draws and encodes while
-/// the previous step runs. `None` when stopped.
+/// Trains `steps` steps on the batches `next_batch` makes (from a generator
+/// seeded by the run's seed and `iteration`) on a loader thread while the
+/// previous step runs. `None` when stopped.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn train<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     trainer: &mut Trainer<B>,
-    buffer: &ReplayBuffer<G>,
+    mut next_batch: impl FnMut(&mut Rng) -> Option<HostBatch> + Send,
     steps: u64,
     iteration: u64,
     device: &B::Device,
     stop: &AtomicBool,
 ) -> Result<Option<TrainReport>> {
     let mut report = TrainReport::default();
-    if steps == 0 || buffer.positions() == 0 {
+    if steps == 0 {
         return Ok(Some(report));
     }
     let bar = progress(steps, &format!("iteration {iteration} training"));
@@ -54,7 +56,7 @@ pub(crate) fn train<B: CapaAutodiffBackend, G: NetGame>(
         scope.spawn(move || {
             let mut rng = Rng::new(mix(config.run.seed ^ 0x7472_6169_6e00, iteration));
             for _ in 0..steps {
-                let Some(batch) = buffer.sample(config.train.batch, &mut rng) else { return };
+                let Some(batch) = next_batch(&mut rng) else { return };
                 if batches.send(batch).is_err() {
                     return;
                 }
@@ -116,8 +118,10 @@ pub(crate) struct MeanLosses {
     pub total: f64,
 }
 
-/// `net`'s mean losses on the training positions `range` of `buffer`, in
-/// batches of 256.
+/// Positions per batch when a network is measured.
+pub(crate) const MEASURE_BATCH: usize = 256;
+
+/// `net`'s mean losses on the training positions `range` of `buffer`.
 pub(crate) fn mean_losses<B: CapaBackend, G: NetGame>(
     net: &Net<B>,
     buffer: &ReplayBuffer<G>,
@@ -125,18 +129,44 @@ pub(crate) fn mean_losses<B: CapaBackend, G: NetGame>(
     weights: &LossWeights,
     device: &B::Device,
 ) -> MeanLosses {
-    const BATCH: usize = 256;
+    let batches = range
+        .clone()
+        .step_by(MEASURE_BATCH)
+        .map(|start| buffer.encode_range(start..(start + MEASURE_BATCH).min(range.end)));
+    mean_losses_of::<B, G>(net, batches, weights, device)
+}
+
+/// `net`'s mean losses over `batches`. The top-1 agreement counts against
+/// a batch's `best` moves where it has them, else against the target's
+/// largest shares.
+pub(crate) fn mean_losses_of<B: CapaBackend, G: NetGame>(
+    net: &Net<B>,
+    batches: impl Iterator<Item = HostBatch>,
+    weights: &LossWeights,
+    device: &B::Device,
+) -> MeanLosses {
     let mut sums = MeanLosses::default();
-    for start in range.clone().step_by(BATCH) {
-        let chunk = start..(start + BATCH).min(range.end);
-        let size = chunk.len() as f64;
-        let (planes, targets) = to_tensors::<B, G>(buffer.encode_range(chunk), device);
+    let mut positions = 0;
+    for mut batch in batches {
+        let size = batch.size as f64;
+        positions += batch.size;
+        let best = std::mem::take(&mut batch.best);
+        let (planes, targets) = to_tensors::<B, G>(batch, device);
+        let reference = if best.is_empty() {
+            targets.policy.clone()
+        } else {
+            let mut one_hot = vec![0.0f32; best.len() * G::policy_size()];
+            for (row, &index) in best.iter().enumerate() {
+                one_hot[row * G::policy_size() + index as usize] = 1.0;
+            }
+            Tensor::from_data(TensorData::new(one_hot, [best.len(), G::policy_size()]), device)
+        };
         let output = net.forward(planes, true);
         // The network's choice: the largest logit among legal moves.
         let masked = output.policy.clone().mask_fill(targets.legal.clone().bool_not(), f32::NEG_INFINITY);
-        let chosen = targets.policy.clone().gather(1, masked.argmax(1));
-        let best = targets.policy.clone().max_dim(1);
-        let agree: Vec<f32> = chosen.greater_equal(best).float().into_data().to_vec().expect("f32 data");
+        let chosen = reference.clone().gather(1, masked.argmax(1));
+        let top = reference.max_dim(1);
+        let agree: Vec<f32> = chosen.greater_equal(top).float().into_data().to_vec().expect("f32 data");
         sums.top1_agreement += agree.iter().map(|&a| f64::from(a)).sum::<f64>();
         let l = losses(output, targets, weights);
         let scalar = |t: Tensor<B, 1>| f64::from(t.into_scalar().elem::<f32>());
@@ -144,9 +174,9 @@ pub(crate) fn mean_losses<B: CapaBackend, G: NetGame>(
         sums.wdl += size * scalar(l.wdl);
         sums.total += size * scalar(l.total);
     }
-    let n = range.len().max(1) as f64;
+    let n = positions.max(1) as f64;
     MeanLosses {
-        positions: range.len(),
+        positions,
         policy: sums.policy / n,
         wdl: sums.wdl / n,
         total: sums.total / n,
