@@ -11,6 +11,8 @@
 # it, which this machine does not have.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+source benches/lib.sh
 cargo build --release --locked -p capa-cli >&2
 capa=target/release/capa
 runs=${RUNS:-3}
@@ -22,12 +24,4 @@ for run in $(seq "$runs"); do
   lines+=("$(echo "$out" | tail -n 1)")
 done
 echo "median of $runs runs, positions per second:"
-printf '%s\n' "${lines[@]}" | awk '
-  { for (i = 1; i < NF; i += 2) { v[$i][NR] = $(i + 1); names[i] = $i } n = NR }
-  END {
-    for (i = 1; i in names; i += 2) {
-      name = names[i]; m = asort(v[name], s)
-      printf "%s %.0f ", name, (m % 2) ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
-    }
-    print ""
-  }'
+printf '%s\n' "${lines[@]}" | median_fields

@@ -26,6 +26,17 @@ median() {
   sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
 }
 
+# median_fields: lines `name value name value ...` on stdin; prints each
+# name with the median of its values, on one line.
+median_fields() {
+  local lines name
+  lines=$(cat)
+  for name in $(head -n 1 <<<"$lines" | awk '{ for (i = 1; i < NF; i += 2) print $i }'); do
+    printf '%s %s ' "$name" "$(awk -v n="$name" '{ for (i = 1; i < NF; i += 2) if ($i == n) print $(i + 1) }' <<<"$lines" | median)"
+  done
+  echo
+}
+
 # The statistic the figures use over runs: $STAT.
 summary() {
   if [ "$STAT" = min ]; then sort -g | head -n 1; else median; fi

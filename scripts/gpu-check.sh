@@ -45,7 +45,8 @@ if [ "${1:-}" = --build ]; then
   cp target/release/capa target/release/capa-train "$bin/"
   cp "$parity" "$bin/parity"
   strip "$bin"/*
-  tar -C "$bin" -cf - . | xz -6 -T0 > "$carry/capa-bin.tar.xz"
+  # One thread and -9 (a 64 MiB window): the binaries share most of their code.
+  tar -C "$bin" -cf - . | xz -9 -T1 > "$carry/capa-bin.tar.xz"
   if [ "${CAPA_SKIP_NVRTC:-0}" != 1 ] && [ ! -s "$carry/nvrtc.tar.xz" ]; then
     work=$(mktemp -d)
     wheel=${CAPA_NVRTC_WHEEL:-}
@@ -59,7 +60,7 @@ for name in z.namelist():
     base = name.rsplit("/", 1)[-1]
     if base.startswith(("libnvrtc.so", "libnvrtc-builtins.so")) and ".alt." not in base:
         open(sys.argv[2] + "/" + base, "wb").write(z.read(name))' "$wheel" "$work"
-    tar -C "$work" -cf - $(cd "$work" && ls libnvrtc*) | xz -6 -T0 > "$carry/nvrtc.tar.xz"
+    tar -C "$work" -cf - $(cd "$work" && ls libnvrtc*) | xz -9 -T1 > "$carry/nvrtc.tar.xz"
     rm -rf "$work"
   fi
   du -b "$bin"/* | awk '{ printf "%-40s %6.1f MB unpacked\n", $2, $1 / 1e6 }'

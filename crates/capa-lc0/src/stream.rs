@@ -430,6 +430,12 @@ struct Shared {
     samples: AtomicU64,
     skipped_records: AtomicU64,
     skipped_chunks: AtomicU64,
+    /// The unit the stream started at.
+    start: u64,
+    /// Samples sent once the first epoch was read whole (0 before): the
+    /// shuffle buffer holds no more, so that data smaller than the buffer
+    /// is not held in it several times.
+    epoch_samples: AtomicU64,
     /// A whole epoch gave no sample, or the stream was dropped.
     stop: AtomicBool,
     warn: Box<dyn Fn(DataWarning) + Send + Sync>,
@@ -456,10 +462,13 @@ impl Shared {
         while beyond.remove(first) {
             *first += 1;
         }
-        let len = self.chunks.len() as u64;
-        // A first epoch read whole without a sample: there is nothing to train on.
-        if *first >= len && self.samples.load(Ordering::Relaxed) == 0 {
-            self.stop.store(true, Ordering::Relaxed);
+        if *first >= self.start + self.chunks.len() as u64 && self.epoch_samples.load(Ordering::Relaxed) == 0 {
+            let samples = self.samples.load(Ordering::Relaxed);
+            self.epoch_samples.store(samples.max(1), Ordering::Relaxed);
+            // A first epoch read whole without a sample: there is nothing to train on.
+            if samples == 0 {
+                self.stop.store(true, Ordering::Relaxed);
+            }
         }
     }
 
@@ -545,6 +554,8 @@ impl V6Stream {
             samples: AtomicU64::new(0),
             skipped_records: AtomicU64::new(0),
             skipped_chunks: AtomicU64::new(0),
+            start: from,
+            epoch_samples: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             warn: Box::new(warn),
         });
@@ -566,9 +577,14 @@ impl V6Stream {
     }
 
     /// Fills the shuffle buffer, waiting for the readers; false when it is
-    /// still empty because a whole epoch gave no sample.
+    /// still empty because a whole epoch gave no sample. The buffer holds
+    /// `shuffle_buffer` samples, or one epoch's when the data has fewer.
     pub fn fill(&mut self) -> bool {
-        while self.buffer.len() < self.shared.settings.shuffle_buffer {
+        let capacity = |shared: &Shared| match shared.epoch_samples.load(Ordering::Relaxed) {
+            0 => shared.settings.shuffle_buffer,
+            epoch => shared.settings.shuffle_buffer.min(epoch as usize),
+        };
+        while self.buffer.len() < capacity(&self.shared) {
             if self.pending.is_empty() {
                 match self.receiver.as_ref().map(Receiver::recv) {
                     Some(Ok(samples)) => self.pending = samples,

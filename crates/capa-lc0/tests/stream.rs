@@ -282,3 +282,21 @@ fn a_chunk_reads_record_by_record_and_stops_when_asked() {
     assert!(seen[2].ends_with("game_000000.gz 2"), "{seen:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn data_smaller_than_the_shuffle_buffer_is_held_once() {
+    let dir = tempdir("small");
+    let games = records_of("sf_selfplay_played_out.pgn", 3);
+    write_games(&dir, &games);
+    let (chunks, _) = v6_chunks(std::slice::from_ref(&dir)).unwrap();
+    let total: usize = games.iter().map(Vec::len).sum();
+    let mut stream = V6Stream::start(chunks, 0, settings(1, 100_000), |w| panic!("{w}"));
+    assert!(stream.fill());
+    // The buffer stops at one epoch's samples (give or take a chunk read ahead).
+    assert!(stream.epochs() < 3.0, "the buffer read {} epochs of {total} positions", stream.epochs());
+    let mut first: Vec<String> = (0..total).map(|_| key(&stream.next_sample().unwrap())).collect();
+    first.sort();
+    first.dedup();
+    assert!(first.len() > total / 2, "{} distinct of {total}", first.len());
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -853,6 +853,7 @@ mod tests {
             "ladder-capablanca.toml",
             "ladder-chess.toml",
             "learn.toml",
+            "supervised-chess.toml",
             "tiny.toml",
         ];
         assert_eq!(names, expected);
@@ -885,6 +886,12 @@ mod tests {
         assert!(e.contains("run.devices (line 2)") && e.contains("twice"), "{e}");
         let e = error("[run]\ndevice = 1\ndevices = [2, 3]\n", &[]);
         assert!(e.contains("run.devices") && e.contains("run.device"), "{e}");
+        let e = error("[run]\nmode = \"supervised\"\n[game]\nname = \"chess\"\n", &[]);
+        assert!(e.contains("supervised.data") && e.contains("V6"), "{e}");
+        let e = error("[run]\nmode = \"supervised\"\n[supervised]\ndata = [\"v6\"]\n", &[]);
+        assert!(e.contains("run.mode (line 2)") && e.contains("chess"), "{e}");
+        let e = error("[supervised]\nreaders = 0\n", &[]);
+        assert!(e.contains("supervised.readers (line 2)"), "{e}");
         let config = RunConfig::parse("[run]\ndevices = [2, 3]\n", &[]).unwrap();
         assert_eq!((config.devices(), config.device().index), (vec![2, 3], 2));
     }

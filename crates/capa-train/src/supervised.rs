@@ -190,8 +190,8 @@ pub(crate) fn supervised<B: CapaAutodiffBackend, G: NetGame>(
         );
     }
     tracing::info!(
-        "supervised data: {chunk_count} training chunks ({} in), {} held-out chunks ({} positions measured)",
-        if position == 0 { "starting".to_string() } else { format!("resuming at epoch {:.3}", stream.epochs()) },
+        "supervised data: {chunk_count} training chunks{}, {} held-out chunks ({} positions measured)",
+        if position == 0 { String::new() } else { format!(", resuming at epoch {:.3}", stream.epochs()) },
         held_chunks.len(),
         held.len()
     );
