@@ -80,7 +80,10 @@ else
   say "no NVIDIA driver answers (nvidia-smi failed): this is not a CUDA machine; nothing to check"
   exit 1
 fi
-loads() { ldconfig -p 2>/dev/null | grep -q "$1" || ls ${LD_LIBRARY_PATH//:/ } 2>/dev/null | grep -q "^$1"; }
+loads() {
+  local path=${LD_LIBRARY_PATH:-}
+  ldconfig -p 2>/dev/null | grep -q "$1" || { [ -n "$path" ] && ls ${path//:/ } 2>/dev/null | grep -q "^$1"; }
+}
 # What --build packed, unpacked where this script looks for it.
 if [ ! -x "$bin/capa" ] && [ -s "$carry/capa-bin.tar.xz" ]; then
   mkdir -p "$bin" && xz -dc "$carry/capa-bin.tar.xz" | tar -C "$bin" -xf - && say "binaries: unpacked from $carry"
@@ -88,7 +91,12 @@ fi
 if [ ! -e target/gpu-check/nvrtc ] && [ -s "$carry/nvrtc.tar.xz" ]; then
   mkdir -p target/gpu-check/nvrtc && xz -dc "$carry/nvrtc.tar.xz" | tar -C target/gpu-check/nvrtc -xf -
 fi
-if loads libcuda.so.1; then say "libcuda.so.1: found"; else say "libcuda.so.1: MISSING (the driver's library; reinstall the driver)"; fi
+if loads libcuda.so.1; then
+  say "libcuda.so.1: found"
+else
+  say "libcuda.so.1: MISSING (the driver's library; reinstall the driver): nothing can run"
+  exit 1
+fi
 if ! loads libnvrtc.so; then
   for dir in "${CAPA_NVRTC_DIR:-}" target/gpu-check/nvrtc /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 \
     /usr/lib/x86_64-linux-gnu /opt/conda/lib $(python3 -c 'import nvidia.cuda_nvrtc, os; print(os.path.dirname(nvidia.cuda_nvrtc.__file__) + "/lib")' 2>/dev/null); do
@@ -100,7 +108,7 @@ if ! loads libnvrtc.so; then
   done
 fi
 if loads libnvrtc.so; then
-  say "NVRTC: $(ldconfig -p 2>/dev/null | grep -o 'libnvrtc.so[.0-9]*' | head -1) loads"
+  say "NVRTC: $(ldconfig -p 2>/dev/null | grep -o 'libnvrtc.so[.0-9]*' | head -1 | grep . || echo 'on LD_LIBRARY_PATH,') loads"
 else
   say "NVRTC: MISSING. cubecl-cuda compiles every kernel with it. Supply it: install the CUDA toolkit,"
   say "  or copy libnvrtc.so.12 and libnvrtc-builtins.so.12.* (pip's nvidia-cuda-nvrtc-cu12 wheel) into"
