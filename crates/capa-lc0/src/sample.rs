@@ -114,7 +114,8 @@ fn wdl(field: &'static str, q: f32, d: f32) -> Result<[f32; 3], SampleError> {
     if !(-1.0..=1.0).contains(&q) {
         return Err(invalid(q));
     }
-    if !(0.0..=1.0).contains(&d) {
+    // Win and loss must not be negative: |q| + d at most 1 (with rounding).
+    if !(0.0..=1.0).contains(&d) || q.abs() + d > 1.0 + 1e-3 {
         return Err(invalid(d));
     }
     // Rounding in the writer can leave a hair below zero.
@@ -142,8 +143,8 @@ impl V6Sample {
         let mut policy = Vec::with_capacity(64);
         for (index, entry) in bytes[PROBABILITIES..PLANES].chunks_exact(4).enumerate() {
             let p = f32::from_le_bytes(entry.try_into().expect("4 bytes"));
-            // Lc0 marks illegal moves -1; any negative entry is illegal.
-            if p.is_sign_negative() && p != 0.0 {
+            // Lc0 marks illegal moves -1; any negative number is illegal.
+            if p < 0.0 {
                 continue;
             }
             if !(0.0..=1.0 + 1e-4).contains(&p) {
@@ -176,6 +177,9 @@ impl V6Sample {
             return Err(invalid("plies_left", plies_left));
         }
         let best_idx = u16::from_le_bytes([bytes[BEST_IDX], bytes[BEST_IDX + 1]]);
+        if usize::from(best_idx) >= POLICY_SIZE {
+            return Err(invalid("best_idx", f32::from(best_idx)));
+        }
         Ok(V6Sample {
             planes,
             castling: [flag(CASTLING), flag(CASTLING + 1), flag(CASTLING + 2), flag(CASTLING + 3)],

@@ -22,11 +22,16 @@ use std::thread::JoinHandle;
 use flate2::read::{GzDecoder, MultiGzDecoder};
 
 use crate::InputError;
-use crate::record::V6_SIZE;
+use crate::record::{CLASSICAL_INPUT, V6_SIZE, V6_VERSION};
 use crate::sample::{SampleSettings, V6Sample};
 
 /// Samples a reader sends at once.
 const SEND_BATCH: usize = 256;
+
+/// The most a member may decompress to (about 32,000 records; Lc0's chunks
+/// hold one game, `capa lc0 dedup`'s 4,096 records): a larger `.gz` is not a
+/// V6 chunk, and reading it whole could exhaust memory.
+const MAX_MEMBER_BYTES: u64 = 256 << 20;
 
 /// One unit of V6 data: what a reader reads in one go, and what the
 /// held-out split and the epoch order shuffle.
@@ -113,7 +118,8 @@ pub fn v6_chunks(paths: &[PathBuf]) -> Result<(Vec<Chunk>, Vec<DataWarning>), In
         found.sort();
         for path in found {
             let name = path.to_string_lossy();
-            if path.is_dir() {
+            // Not through symbolic links to folders: a link up the tree would loop.
+            if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
                 walk(&path, out)?;
             } else if (name.ends_with(".gz") || name.ends_with(".tar") || name.ends_with(".tgz")) && path.is_file() {
                 out.push(path);
@@ -270,8 +276,13 @@ where
     /// One gzipped member's records; false when `record` asked to stop.
     fn read(&mut self, place: &dyn fmt::Display, source: &mut dyn Read) -> bool {
         self.buffer.clear();
-        if let Err(e) = MultiGzDecoder::new(source).read_to_end(self.buffer) {
+        if let Err(e) = MultiGzDecoder::new(source).take(MAX_MEMBER_BYTES + 1).read_to_end(self.buffer) {
             self.skip(chunk_warning(place, format!("not a whole gzip stream ({e}); its records are skipped")));
+            return true;
+        }
+        if self.buffer.len() as u64 > MAX_MEMBER_BYTES {
+            let limit = MAX_MEMBER_BYTES >> 20;
+            self.skip(chunk_warning(place, format!("decompresses to more than {limit} MiB: not a V6 chunk; skipped")));
             return true;
         }
         let records = self.buffer.chunks_exact(V6_SIZE);
@@ -422,21 +433,23 @@ struct Shared {
     settings: StreamSettings,
     /// The next unit to hand out: epoch x chunks + place in the epoch's order.
     next: AtomicU64,
-    /// Units read whole: all below the first, and the set beyond it.
-    done: Mutex<(u64, BTreeSet<u64>)>,
+    /// Which units are read whole, and when to look for barren epochs.
+    done: Mutex<Done>,
     /// The current epoch's order.
     order: Mutex<(u64, Arc<Vec<u32>>)>,
     chunks_read: AtomicU64,
     samples: AtomicU64,
     skipped_records: AtomicU64,
     skipped_chunks: AtomicU64,
+    /// Records that would decode, sampled or not.
+    readable: AtomicU64,
     /// The unit the stream started at.
     start: u64,
     /// Samples sent once the first epoch was read whole (0 before): the
     /// shuffle buffer holds no more, so that data smaller than the buffer
     /// is not held in it several times.
     epoch_samples: AtomicU64,
-    /// A whole epoch gave no sample, or the stream was dropped.
+    /// A whole epoch had no readable record, or the stream was dropped.
     stop: AtomicBool,
     warn: Box<dyn Fn(DataWarning) + Send + Sync>,
 }
@@ -457,18 +470,25 @@ impl Shared {
 
     fn finish(&self, unit: u64) {
         let mut done = self.done.lock().expect("no reader panics holding it");
-        let (first, beyond) = &mut *done;
+        let Done { first, beyond, next_check, readable_at_check } = &mut *done;
         beyond.insert(unit);
         while beyond.remove(first) {
             *first += 1;
         }
-        if *first >= self.start + self.chunks.len() as u64 && self.epoch_samples.load(Ordering::Relaxed) == 0 {
-            let samples = self.samples.load(Ordering::Relaxed);
-            self.epoch_samples.store(samples.max(1), Ordering::Relaxed);
-            // A first epoch read whole without a sample: there is nothing to train on.
-            if samples == 0 {
+        let len = self.chunks.len() as u64;
+        if *first >= self.start + len && self.epoch_samples.load(Ordering::Relaxed) == 0 {
+            self.epoch_samples.store(self.samples.load(Ordering::Relaxed).max(1), Ordering::Relaxed);
+        }
+        // At each epoch's end (the first whole epoch after the start on): an
+        // epoch that read no record that decodes means the data has nothing
+        // to give (or is gone); the stream ends rather than spin.
+        while *first >= *next_check {
+            let readable = self.readable.load(Ordering::Relaxed);
+            if readable == *readable_at_check {
                 self.stop.store(true, Ordering::Relaxed);
             }
+            *readable_at_check = readable;
+            *next_check += len;
         }
     }
 
@@ -486,10 +506,16 @@ impl Shared {
                 &mut buffer,
                 |place, index, bytes| {
                     if self.settings.sample_rate > 1 && rng.below(u64::from(self.settings.sample_rate)) != 0 {
+                        if has_classical_v6_header(bytes) {
+                            self.readable.fetch_add(1, Ordering::Relaxed);
+                        }
                         return true;
                     }
                     match V6Sample::parse(bytes, self.settings.sample) {
-                        Ok(sample) => batch.push(sample),
+                        Ok(sample) => {
+                            self.readable.fetch_add(1, Ordering::Relaxed);
+                            batch.push(sample);
+                        }
                         Err(e) => bad.note(place, index, e),
                     }
                     if batch.len() >= SEND_BATCH {
@@ -514,6 +540,24 @@ impl Shared {
             self.finish(unit);
         }
     }
+}
+
+/// Which units are read whole, and when to look for barren epochs.
+struct Done {
+    /// Every unit before it is read whole.
+    first: u64,
+    /// Units read whole beyond `first`.
+    beyond: BTreeSet<u64>,
+    /// The end of the next whole epoch to check.
+    next_check: u64,
+    /// Readable records when the last epoch was checked.
+    readable_at_check: u64,
+}
+
+/// Whether a record says it is V6 in the classical input format (what a
+/// record skipped by the sample rate is checked for).
+fn has_classical_v6_header(bytes: &[u8; V6_SIZE]) -> bool {
+    bytes[..4] == V6_VERSION.to_le_bytes() && bytes[4..8] == CLASSICAL_INPUT.to_le_bytes()
 }
 
 /// V6 samples without end: epoch after epoch over the chunks, each in a new
@@ -544,16 +588,24 @@ impl V6Stream {
     ) -> V6Stream {
         assert!(!chunks.is_empty(), "a stream needs chunks");
         assert!(settings.readers > 0 && settings.shuffle_buffer > 0 && settings.sample_rate > 0);
+        let len = chunks.len() as u64;
         let shared = Arc::new(Shared {
             chunks,
             settings,
             next: AtomicU64::new(from),
-            done: Mutex::new((from, BTreeSet::new())),
+            done: Mutex::new(Done {
+                first: from,
+                beyond: BTreeSet::new(),
+                // The end of the first epoch that starts at or after `from`.
+                next_check: from.div_ceil(len) * len + len,
+                readable_at_check: 0,
+            }),
             order: Mutex::new((u64::MAX, Arc::new(Vec::new()))),
             chunks_read: AtomicU64::new(0),
             samples: AtomicU64::new(0),
             skipped_records: AtomicU64::new(0),
             skipped_chunks: AtomicU64::new(0),
+            readable: AtomicU64::new(0),
             start: from,
             epoch_samples: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -610,7 +662,7 @@ impl V6Stream {
     /// before it has been read whole. What was read but is still in the
     /// shuffle buffer is not read again by the resumed stream.
     pub fn position(&self) -> u64 {
-        self.shared.done.lock().expect("no reader panics holding it").0
+        self.shared.done.lock().expect("no reader panics holding it").first
     }
 
     /// Epochs read: the position over the chunks per epoch.

@@ -97,8 +97,12 @@ fn records_of_another_version_format_or_range_are_refused_with_the_reason() {
     assert!(parse(&nan).unwrap_err().to_string().contains("policy"));
     let wild = V6Record { result_q: 3.0, ..record.clone() };
     assert!(parse(&wild).unwrap_err().to_string().contains("result_q"));
-    let wild = V6Record { plies_left: f32::NAN, ..record };
+    let wild = V6Record { plies_left: f32::NAN, ..record.clone() };
     assert!(parse(&wild).unwrap_err().to_string().contains("plies_left"));
+    let wild = V6Record { best_idx: u16::MAX, ..record.clone() };
+    assert!(parse(&wild).unwrap_err().to_string().contains("best_idx"), "a best move past the policy");
+    let wild = V6Record { result_q: 0.5, result_d: 0.9, ..record };
+    assert!(parse(&wild).is_err(), "|q| + d above 1 leaves a negative win or loss");
 }
 
 /// Writes `games` as one V6 file each under `dir`; their paths.
@@ -299,4 +303,24 @@ fn data_smaller_than_the_shuffle_buffer_is_held_once() {
     first.dedup();
     assert!(first.len() > total / 2, "{} distinct of {total}", first.len());
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_resumed_stream_over_bad_and_good_chunks_finds_the_good_ones_and_data_that_vanishes_ends_it() {
+    let dir = tempdir("resume-bad");
+    let games = records_of("sf_selfplay_played_out.pgn", 1);
+    write_games(&dir, &games);
+    std::fs::write(dir.join("game_000001.gz"), b"junk").unwrap();
+    let (chunks, _) = v6_chunks(std::slice::from_ref(&dir)).unwrap();
+    // From any position, whatever the epochs' orders, the good chunk is found.
+    for from in 0..6 {
+        let mut stream = V6Stream::start(chunks.clone(), from, settings(2, 8), |_| {});
+        assert!(stream.fill(), "started at {from}");
+    }
+    // The data removed while the stream runs: it ends instead of spinning.
+    let mut stream = V6Stream::start(chunks, 0, settings(1, 8), |_| {});
+    assert!(stream.next_sample().is_some());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let handed = (0..100_000).map_while(|_| stream.next_sample()).count();
+    assert!(handed < 100_000, "the stream kept handing out samples from nothing");
 }
