@@ -13,6 +13,7 @@ mod ladder;
 mod lc0;
 mod lc0_archive;
 mod matches;
+mod net;
 mod play;
 mod rules;
 mod uci;
@@ -52,6 +53,9 @@ enum Command {
     /// Distillation from a UCI engine (Stockfish, Fairy-Stockfish).
     #[command(subcommand)]
     Distill(distill::DistillCommand),
+    /// Network files and training checkpoints.
+    #[command(subcommand)]
+    Net(net::NetCommand),
     /// Measure a component; benches/ compares the figures with real peers.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -83,6 +87,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::OverfitCheck(command) => command.run(),
         Command::Lc0(command) => lc0::run(&command),
         Command::Distill(command) => command.run(),
+        Command::Net(command) => command.run(),
         Command::Bench(command) => command.run(),
         Command::HelpMarkdown => {
             print!("{}", help_markdown::markdown(&<Cli as clap::CommandFactory>::command()));

@@ -278,6 +278,23 @@ fn pgn_to_v6_to_a_supervised_network_that_answers_uci() {
     let mut game = capa_rules::History::new(<capa_rules::chess::Chess as capa_rules::Game>::startpos());
     game.play_uci_moves(["e2e4", best.as_str()]).unwrap_or_else(|e| panic!("{best} is not legal after 1. e4: {e}"));
 
+    // `capa net info` on the network, the checkpoint and a file that is neither.
+    let info = capa(&["net", "info", net.to_str().unwrap()]);
+    assert!(info.status.success(), "{}", stderr(&info));
+    let text = stdout(&info);
+    assert!(text.contains("kind        network file") && text.contains("game        chess"), "{text}");
+    assert!(text.contains("16 channels; 1 residual blocks") && text.contains("dense policy head"), "{text}");
+    let checkpoint = run_dir.join("checkpoints/iter-000002.safetensors");
+    let info = capa(&["net", "info", checkpoint.to_str().unwrap()]);
+    let text = stdout(&info);
+    assert!(text.contains("training checkpoint after 8 steps, with EMA weights"), "{text}{}", stderr(&info));
+    let parameters = |text: &str| text.lines().find(|l| l.starts_with("parameters")).map(str::to_string);
+    assert_eq!(parameters(&text), parameters(&stdout(&capa(&["net", "info", net.to_str().unwrap()]))));
+    let stranger = v6.join("supervised-0/game_000000.gz");
+    let refused = capa(&["net", "info", stranger.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("game_000000.gz"), "{}", stderr(&refused));
+
     // A folder with nothing readable is refused before training.
     let junk = dir.join("junk");
     std::fs::create_dir_all(&junk).unwrap();

@@ -42,7 +42,7 @@ fn metadata(config: &NetConfig) -> HashMap<String, String> {
 /// metadata and architecture.
 fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), NetError> {
     let bytes = std::fs::read(path).map_err(|source| NetError::Io { path: path.to_path_buf(), source })?;
-    let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), source: Box::new(e) };
+    let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), problem: Box::new(e) };
     let (tensors, metadata) = from_bytes(&bytes).map_err(in_file)?;
     match metadata.get(KEY_FORMAT) {
         Some(format) if format == FORMAT => {}
@@ -82,6 +82,40 @@ fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), Ne
 /// As [`load_net`].
 pub fn read_net_config(path: &Path) -> Result<NetConfig, NetError> {
     read(path).map(|(_, _, config)| config)
+}
+
+/// What a network file or checkpoint holds, read and checked without
+/// building the network (`capa net info`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetFileInfo {
+    /// The architecture.
+    pub config: NetConfig,
+    /// Parameters of the network (`net.*`).
+    pub parameters: usize,
+    /// A training checkpoint (with the optimizer's state and step), not a
+    /// network file.
+    pub checkpoint: bool,
+    /// Whether it holds EMA weights too.
+    pub ema: bool,
+    /// The training steps a checkpoint was saved after.
+    pub step: Option<u64>,
+}
+
+/// Reads what `path` holds, checking it as [`load_net`] does.
+///
+/// # Errors
+/// As [`load_net`].
+pub fn read_net_info(path: &Path) -> Result<NetFileInfo, NetError> {
+    let (tensors, metadata, config) = read(path)?;
+    let holds = |group: &str| tensors.keys().any(|name| name.starts_with(group));
+    let step = metadata.get(KEY_STEP).and_then(|s| s.parse().ok());
+    Ok(NetFileInfo {
+        parameters: config.parameter_count(),
+        config,
+        checkpoint: step.is_some(),
+        ema: holds("ema."),
+        step,
+    })
 }
 
 /// Writes `net` as a network file.
@@ -175,7 +209,7 @@ pub fn load_checkpoint<B: CapaAutodiffBackend>(
 ) -> Result<Trainer<B>, NetError> {
     let (tensors, metadata, net_config) = read(path)?;
     let what = path.display().to_string();
-    let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), source: Box::new(e) };
+    let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), problem: Box::new(e) };
     let model: Net<B> = apply(Net::new(&net_config, device), "net.", &tensors, &what)?;
     let mut trainer = Trainer::new(model, config)?;
     trainer.step = metadata.get(KEY_STEP).and_then(|s| s.parse().ok()).ok_or_else(|| {

@@ -35,7 +35,9 @@ mod wgpu_adapter;
 use std::path::PathBuf;
 
 pub use backend::{BackendKind, BackendTask, DeviceSpec, with_backend};
-pub use checkpoint::{load_checkpoint, load_net, load_net_into, read_net_config, save_checkpoint, save_net};
+pub use checkpoint::{
+    NetFileInfo, load_checkpoint, load_net, load_net_into, read_net_config, read_net_info, save_checkpoint, save_net,
+};
 pub use config::{GameKind, NetConfig, PolicyHeadKind};
 pub use encode::{NetGame, encode_batch};
 pub use evaluator::NetEvaluator;
@@ -76,12 +78,13 @@ pub enum NetError {
         /// The failure.
         source: std::io::Error,
     },
-    /// Something is wrong inside a file.
-    #[error("{}: {source}", path.display())]
+    /// Something is wrong inside a file. The problem is part of the message,
+    /// not a separate source, so that error chains say it once.
+    #[error("{}: {problem}", path.display())]
     File {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        source: Box<NetError>,
+        problem: Box<NetError>,
     },
 }
