@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
-use capa_net::{PolicyHeadKind, read_net_info};
+use anyhow::{Context, Result};
+use capa_net::{FfnKind, NetConfig, NetFileInfo, NormKind, PolicyHeadKind, Precision, read_net_info, slim_net};
 use clap::Subcommand;
 
 /// Inspect network files and training checkpoints.
@@ -18,6 +18,22 @@ pub enum NetCommand {
         /// (`checkpoints/iter-N.safetensors`).
         file: PathBuf,
     },
+    /// Write a slim network file: only what play needs (the EMA weights
+    /// where a checkpoint holds them, else its weights; the architecture;
+    /// the checkpoint's step), optionally in half precision. `capa play`,
+    /// `capa uci` and a run's `run.init` read it like any network file.
+    Slim {
+        /// A checkpoint or network file.
+        input: PathBuf,
+        /// Where to write the slim file (written atomically).
+        #[arg(long)]
+        out: PathBuf,
+        /// The stored float type: `f32` (exact), `f16` or `bf16` (half the
+        /// size; the weights are rounded, which moves the network's outputs
+        /// by about 1e-3).
+        #[arg(long, default_value = "f32")]
+        precision: Precision,
+    },
 }
 
 impl NetCommand {
@@ -28,38 +44,80 @@ impl NetCommand {
     pub fn run(self) -> Result<()> {
         match self {
             NetCommand::Info { file } => {
-                let info = read_net_info(&file)?;
-                let c = &info.config;
-                let kind = match (info.checkpoint, info.step) {
-                    (true, Some(step)) => format!(
-                        "training checkpoint after {step} steps{}",
-                        if info.ema { ", with EMA weights" } else { "" }
-                    ),
-                    _ => "network file".to_string(),
-                };
-                let policy = match c.policy_head {
-                    PolicyHeadKind::Dense => "dense",
-                    PolicyHeadKind::Conv => "conv",
-                };
-                println!("file        {}", file.display());
-                println!("kind        {kind}");
-                println!("game        {}", c.game.name());
+                print_info(&file, &read_net_info(&file)?);
+                Ok(())
+            }
+            NetCommand::Slim { input, out, precision } => {
+                let before = std::fs::metadata(&input).with_context(|| input.display().to_string())?.len();
+                let info = slim_net(&input, &out, precision)?;
+                let after = std::fs::metadata(&out).with_context(|| out.display().to_string())?.len();
+                print_info(&out, &info);
                 println!(
-                    "network     {} channels; {} residual blocks (SE ratio {}, {} groups); {} transformer blocks \
-                     ({} heads, FFN x{}); {policy} policy head; future head {}",
-                    c.channels,
-                    c.blocks,
-                    c.se_ratio,
-                    c.groups,
-                    c.transformer_blocks,
-                    c.heads,
-                    c.ffn_multiplier,
-                    if c.future_head { "on" } else { "off" }
+                    "size        {after} bytes ({:.1}% of {})",
+                    100.0 * after as f64 / before as f64,
+                    input.display()
                 );
-                println!("parameters  {}", info.parameters);
-                println!("precision   f32");
                 Ok(())
             }
         }
     }
+}
+
+/// What `capa net info` prints.
+fn print_info(file: &std::path::Path, info: &NetFileInfo) {
+    let kind = match (info.step, info.source_step) {
+        (Some(step), _) => {
+            format!("training checkpoint after {step} steps{}", if info.ema { ", with EMA weights" } else { "" })
+        }
+        (None, Some(step)) => format!("slim network file, from a checkpoint after {step} steps"),
+        (None, None) => "network file".to_string(),
+    };
+    println!("file        {}", file.display());
+    println!("kind        {kind}");
+    println!("game        {}", info.config.game.name());
+    println!("network     {}", describe(&info.config));
+    println!("parameters  {}", info.parameters);
+    println!("precision   {}", info.precision);
+}
+
+/// The architecture in one line.
+fn describe(c: &NetConfig) -> String {
+    let policy = match c.policy_head {
+        PolicyHeadKind::Dense => "dense",
+        PolicyHeadKind::Conv => "conv",
+    };
+    let mut transformer = vec![format!("{} heads", c.heads)];
+    transformer.push(match c.ffn {
+        FfnKind::Mish => format!("Mish FFN x{}", c.ffn_multiplier),
+        FfnKind::Swiglu => format!("SwiGLU FFN x{}", c.ffn_multiplier),
+    });
+    transformer.push(
+        match c.norm {
+            NormKind::Layer => "LayerNorm",
+            NormKind::Rms => "RMSNorm",
+        }
+        .to_string(),
+    );
+    if c.qk_norm {
+        transformer.push("QK-norm".to_string());
+    }
+    if !c.qkv_bias {
+        transformer.push("no QKV bias".to_string());
+    }
+    if c.position_embedding {
+        transformer.push("position embedding".to_string());
+    }
+    format!(
+        "{} channels; {} residual blocks (SE ratio {}, {} groups); {} transformer blocks ({}); {policy} policy head; \
+         value head {} channels, {} hidden; future head {}",
+        c.channels,
+        c.blocks,
+        c.se_ratio,
+        c.groups,
+        c.transformer_blocks,
+        transformer.join(", "),
+        c.value_channels,
+        c.value_hidden,
+        if c.future_head { "on" } else { "off" }
+    )
 }

@@ -270,13 +270,16 @@ fn pgn_to_v6_to_a_supervised_network_that_answers_uci() {
     // The network plays chess over UCI.
     let hash = std::fs::read_to_string(run_dir.join("LATEST")).unwrap();
     let net = run_dir.join("nets").join(format!("{}.safetensors", hash.trim()));
-    let command = format!("{} uci --net {}", env!("CARGO_BIN_EXE_capa"), net.display());
-    let mut engine = capa_uci::UciEngine::start(&command).unwrap();
-    engine.new_game().unwrap();
-    let answer = engine.go("startpos moves e2e4", capa_uci::Go::Nodes(16)).unwrap();
-    let best = answer.best.expect("a move");
-    let mut game = capa_rules::History::new(<capa_rules::chess::Chess as capa_rules::Game>::startpos());
-    game.play_uci_moves(["e2e4", best.as_str()]).unwrap_or_else(|e| panic!("{best} is not legal after 1. e4: {e}"));
+    let plays_chess = |net: &Path| {
+        let command = format!("{} uci --net {}", env!("CARGO_BIN_EXE_capa"), net.display());
+        let mut engine = capa_uci::UciEngine::start(&command).unwrap();
+        engine.new_game().unwrap();
+        let answer = engine.go("startpos moves e2e4", capa_uci::Go::Nodes(16)).unwrap();
+        let best = answer.best.expect("a move");
+        let mut game = capa_rules::History::new(<capa_rules::chess::Chess as capa_rules::Game>::startpos());
+        game.play_uci_moves(["e2e4", best.as_str()]).unwrap_or_else(|e| panic!("{best} is not legal after 1. e4: {e}"));
+    };
+    plays_chess(&net);
 
     // `capa net info` on the network, the checkpoint and a file that is neither.
     let info = capa(&["net", "info", net.to_str().unwrap()]);
@@ -294,6 +297,20 @@ fn pgn_to_v6_to_a_supervised_network_that_answers_uci() {
     let refused = capa(&["net", "info", stranger.to_str().unwrap()]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("game_000000.gz"), "{}", stderr(&refused));
+
+    // `capa net slim`: the checkpoint's EMA weights in f16, which play.
+    let slim = dir.join("slim.safetensors");
+    let out = capa(&["net", "slim", checkpoint.to_str().unwrap(), "--out", path(&slim), "--precision", "f16"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("slim network file, from a checkpoint after 8 steps"), "{text}");
+    assert!(text.contains("precision   f16"), "{text}");
+    assert_eq!(parameters(&text), parameters(&stdout(&capa(&["net", "info", net.to_str().unwrap()]))));
+    plays_chess(&slim);
+    let refused = capa(&["net", "slim", stranger.to_str().unwrap(), "--out", path(&dir.join("never"))]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("not a safetensors file"), "{}", stderr(&refused));
+    assert!(!dir.join("never").exists());
 
     // A folder with nothing readable is refused before training.
     let junk = dir.join("junk");

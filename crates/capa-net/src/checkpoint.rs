@@ -1,7 +1,9 @@
 //! Network files and training checkpoints.
 //!
 //! Both are one safetensors file with the architecture in its metadata:
-//! - a **network file** holds `net.*`: the weights to play with;
+//! - a **network file** holds `net.*`: the weights to play with (a *slim*
+//!   one, made from a checkpoint by [`slim_net`], may store them in f16 or
+//!   bf16 and names the step it was taken at);
 //! - a **checkpoint** also holds `ema.*` (when the EMA is on) and the
 //!   optimizer's state, `optimizer.first.*` and `optimizer.second.*`, keyed
 //!   by parameter path, with the step count and optimizer in the metadata.
@@ -18,7 +20,8 @@ use crate::NetError;
 use crate::config::NetConfig;
 use crate::model::Net;
 use crate::ops::{CapaAutodiffBackend, CapaBackend};
-use crate::store::{Stored, Tensors, apply, collect, from_bytes, to_bytes, write_atomically};
+use crate::precision::Precision;
+use crate::store::{Parsed, Stored, Tensors, apply, collect, from_bytes, to_bytes, write_atomically};
 use crate::train::{Moments, OptimizerKind, TrainConfig, Trainer};
 
 /// The format this code writes; readers refuse others.
@@ -28,6 +31,8 @@ const KEY_CONFIG: &str = "capa.config";
 const KEY_STEP: &str = "capa.step";
 const KEY_OPTIMIZER: &str = "capa.optimizer";
 const KEY_UPDATES: &str = "capa.optimizer_updates";
+/// In a slim network file: the training steps of the checkpoint it was made from.
+const KEY_SOURCE_STEP: &str = "capa.source_step";
 /// The name groups a file may hold.
 const GROUPS: [&str; 3] = ["net.", "ema.", "optimizer."];
 
@@ -38,12 +43,19 @@ fn metadata(config: &NetConfig) -> HashMap<String, String> {
     ])
 }
 
-/// Reads a file written by [`save_net`] or [`save_checkpoint`]: its tensors,
-/// metadata and architecture.
-fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), NetError> {
+/// A file written by [`save_net`], [`save_checkpoint`] or [`slim_net`], read and checked.
+struct NetFile {
+    tensors: Tensors,
+    metadata: HashMap<String, String>,
+    config: NetConfig,
+    precision: Precision,
+}
+
+/// Reads a file written by [`save_net`], [`save_checkpoint`] or [`slim_net`].
+fn read(path: &Path) -> Result<NetFile, NetError> {
     let bytes = std::fs::read(path).map_err(|source| NetError::Io { path: path.to_path_buf(), source })?;
     let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), problem: Box::new(e) };
-    let (tensors, metadata) = from_bytes(&bytes).map_err(in_file)?;
+    let Parsed { tensors, metadata, precision } = from_bytes(&bytes).map_err(in_file)?;
     match metadata.get(KEY_FORMAT) {
         Some(format) if format == FORMAT => {}
         Some(other) => return Err(in_file(NetError::Format(format!("format `{other}`; this build reads `{FORMAT}`")))),
@@ -72,7 +84,7 @@ fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), Ne
             config.parameter_count()
         ))));
     }
-    Ok((tensors, metadata, config))
+    Ok(NetFile { tensors, metadata, config, precision })
 }
 
 /// The architecture a network file or checkpoint holds, read and checked
@@ -81,7 +93,7 @@ fn read(path: &Path) -> Result<(Tensors, HashMap<String, String>, NetConfig), Ne
 /// # Errors
 /// As [`load_net`].
 pub fn read_net_config(path: &Path) -> Result<NetConfig, NetError> {
-    read(path).map(|(_, _, config)| config)
+    read(path).map(|file| file.config)
 }
 
 /// What a network file or checkpoint holds, read and checked without
@@ -99,6 +111,11 @@ pub struct NetFileInfo {
     pub ema: bool,
     /// The training steps a checkpoint was saved after.
     pub step: Option<u64>,
+    /// For a slim network file, the training steps of the checkpoint it
+    /// was made from.
+    pub source_step: Option<u64>,
+    /// The float type the weights are stored in.
+    pub precision: Precision,
 }
 
 /// Reads what `path` holds, checking it as [`load_net`] does.
@@ -106,7 +123,7 @@ pub struct NetFileInfo {
 /// # Errors
 /// As [`load_net`].
 pub fn read_net_info(path: &Path) -> Result<NetFileInfo, NetError> {
-    let (tensors, metadata, config) = read(path)?;
+    let NetFile { tensors, metadata, config, precision } = read(path)?;
     let holds = |group: &str| tensors.keys().any(|name| name.starts_with(group));
     let step = metadata.get(KEY_STEP).and_then(|s| s.parse().ok());
     Ok(NetFileInfo {
@@ -115,7 +132,36 @@ pub fn read_net_info(path: &Path) -> Result<NetFileInfo, NetError> {
         checkpoint: step.is_some(),
         ema: holds("ema."),
         step,
+        source_step: metadata.get(KEY_SOURCE_STEP).and_then(|s| s.parse().ok()),
+        precision,
     })
+}
+
+/// Writes what play needs of the checkpoint or network file `input` to
+/// `output`: the weights a run plays with (the EMA weights where the file
+/// holds them), the architecture, and a checkpoint's step, with every
+/// weight stored in `precision`. Both loaders read the result, for play and
+/// as a run's starting point. Returns what `output` holds.
+///
+/// # Errors
+/// As [`load_net`] for `input`; [`NetError::Format`] when a weight does not
+/// fit `precision` (beyond f16's range); [`NetError::Io`] when `output`
+/// cannot be written.
+pub fn slim_net(input: &Path, output: &Path, precision: Precision) -> Result<NetFileInfo, NetError> {
+    let NetFile { tensors, metadata: source, config, .. } = read(input)?;
+    let group = if tensors.keys().any(|name| name.starts_with("ema.")) { "ema." } else { "net." };
+    let weights: Tensors = tensors
+        .into_iter()
+        .filter_map(|(name, stored)| Some((format!("net.{}", name.strip_prefix(group)?), stored)))
+        .collect();
+    let mut metadata = metadata(&config);
+    let source_step = source.get(KEY_STEP).or(source.get(KEY_SOURCE_STEP));
+    if let Some(step) = source_step {
+        metadata.insert(KEY_SOURCE_STEP.to_string(), step.clone());
+    }
+    let in_file = |e: NetError| NetError::File { path: input.to_path_buf(), problem: Box::new(e) };
+    write_atomically(output, &to_bytes(&weights, metadata, precision).map_err(in_file)?)?;
+    read_net_info(output)
 }
 
 /// Writes `net` as a network file.
@@ -126,7 +172,7 @@ pub fn read_net_info(path: &Path) -> Result<NetFileInfo, NetError> {
 pub fn save_net<B: Backend>(net: &Net<B>, path: &Path) -> Result<(), NetError> {
     let mut tensors = Tensors::new();
     collect(net, "net.", &mut tensors);
-    write_atomically(path, &to_bytes(&tensors, metadata(net.config()))?)
+    write_atomically(path, &to_bytes(&tensors, metadata(net.config()), Precision::F32)?)
 }
 
 /// Loads a network file (or a checkpoint's `net.*` weights), building the
@@ -136,7 +182,7 @@ pub fn save_net<B: Backend>(net: &Net<B>, path: &Path) -> Result<(), NetError> {
 /// [`NetError`] naming the file: unreadable, not a capa network, or weights
 /// that do not fit the architecture.
 pub fn load_net<B: CapaBackend>(path: &Path, device: &B::Device) -> Result<Net<B>, NetError> {
-    let (tensors, _, config) = read(path)?;
+    let NetFile { tensors, config, .. } = read(path)?;
     apply(Net::new(&config, device), "net.", &tensors, &path.display().to_string())
 }
 
@@ -148,7 +194,7 @@ pub fn load_net<B: CapaBackend>(path: &Path, device: &B::Device) -> Result<Net<B
 /// (also when only settings without tensors of their own differ, such as
 /// the GroupNorm groups).
 pub fn load_net_into<B: CapaBackend>(net: Net<B>, path: &Path) -> Result<Net<B>, NetError> {
-    let (tensors, _, config) = read(path)?;
+    let NetFile { tensors, config, .. } = read(path)?;
     let what = path.display().to_string();
     let wanted = net.config().clone();
     match apply(net, "net.", &tensors, &what) {
@@ -193,7 +239,7 @@ pub fn save_checkpoint<B: CapaAutodiffBackend>(trainer: &Trainer<B>, path: &Path
     metadata.insert(KEY_OPTIMIZER.to_string(), optimizer);
     let updates: BTreeMap<&String, u64> = trainer.moments.iter().map(|(name, m)| (name, m.updates)).collect();
     metadata.insert(KEY_UPDATES.to_string(), serde_json::to_string(&updates).expect("serialises"));
-    write_atomically(path, &to_bytes(&tensors, metadata)?)
+    write_atomically(path, &to_bytes(&tensors, metadata, Precision::F32)?)
 }
 
 /// Resumes training from a checkpoint written by [`save_checkpoint`], with
@@ -207,7 +253,7 @@ pub fn load_checkpoint<B: CapaAutodiffBackend>(
     config: TrainConfig,
     device: &B::Device,
 ) -> Result<Trainer<B>, NetError> {
-    let (tensors, metadata, net_config) = read(path)?;
+    let NetFile { tensors, metadata, config: net_config, .. } = read(path)?;
     let what = path.display().to_string();
     let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), problem: Box::new(e) };
     let model: Net<B> = apply(Net::new(&net_config, device), "net.", &tensors, &what)?;

@@ -75,12 +75,10 @@ impl GameKind {
 
 /// Channels of the policy and future-move heads' 1x1 convolution.
 pub const POLICY_CHANNELS: usize = 32;
-/// Channels of the value head's 1x1 convolution.
-pub const VALUE_CHANNELS: usize = 32;
 /// Channels of the moves-left head's 1x1 convolution.
 pub const MOVES_LEFT_CHANNELS: usize = 8;
-/// Hidden width of the value and moves-left heads.
-pub const HEAD_HIDDEN: usize = 128;
+/// Hidden width of the moves-left head.
+pub const MOVES_LEFT_HIDDEN: usize = 128;
 
 /// The network's architecture. Saved in every checkpoint; a checkpoint only
 /// loads into the architecture it was saved from.
@@ -114,6 +112,53 @@ pub struct NetConfig {
     /// move logits.
     #[serde(default)]
     pub policy_head: PolicyHeadKind,
+    /// The transformer's feed-forward: Mish, or SwiGLU (a gated unit with
+    /// three matrices instead of two).
+    #[serde(default)]
+    pub ffn: FfnKind,
+    /// The transformer's normalisation: LayerNorm or RMSNorm.
+    #[serde(default)]
+    pub norm: NormKind,
+    /// RMS-normalise each head's queries and keys before their product
+    /// (QK-norm), which bounds the attention logits.
+    #[serde(default)]
+    pub qk_norm: bool,
+    /// Whether the query, key and value projections have a bias.
+    #[serde(default = "yes")]
+    pub qkv_bias: bool,
+    /// A learned embedding per square added to the tokens before the first
+    /// transformer block, beside each block's relative position bias.
+    #[serde(default)]
+    pub position_embedding: bool,
+    /// Channels of the value head's 1x1 convolution.
+    #[serde(default = "default_value_channels")]
+    pub value_channels: usize,
+    /// Hidden width of the value head.
+    #[serde(default = "default_value_hidden")]
+    pub value_hidden: usize,
+}
+
+/// The transformer's feed-forward.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FfnKind {
+    /// linear -> Mish -> linear.
+    #[default]
+    Mish,
+    /// SwiGLU: `(SiLU(x W) * x V) W2`, with `W` and `V` one product of
+    /// twice the width.
+    Swiglu,
+}
+
+/// The transformer's normalisation before attention and feed-forward.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NormKind {
+    /// LayerNorm: centred and scaled, with a learned scale and shift.
+    #[default]
+    Layer,
+    /// RMSNorm: scaled by the root mean square, with a learned scale only.
+    Rms,
 }
 
 /// The shape of the policy (and future-move) head.
@@ -148,6 +193,15 @@ fn default_ffn_multiplier() -> usize {
 fn default_future_head() -> bool {
     true
 }
+fn yes() -> bool {
+    true
+}
+fn default_value_channels() -> usize {
+    32
+}
+fn default_value_hidden() -> usize {
+    128
+}
 
 impl NetConfig {
     /// The small configuration: 64 channels, 4 blocks, 1 transformer block.
@@ -164,6 +218,13 @@ impl NetConfig {
             ffn_multiplier: default_ffn_multiplier(),
             future_head: true,
             policy_head: PolicyHeadKind::Dense,
+            ffn: FfnKind::Mish,
+            norm: NormKind::Layer,
+            qk_norm: false,
+            qkv_bias: true,
+            position_embedding: false,
+            value_channels: default_value_channels(),
+            value_hidden: default_value_hidden(),
         }
     }
 
@@ -195,21 +256,34 @@ impl NetConfig {
         let block = 2 * (9 * c * c + norm) + linear(c, bottleneck) + linear(bottleneck, 2 * c);
         let width = c * self.ffn_multiplier;
         let offsets = (2 * game.ranks() - 1) * (2 * game.files() - 1);
-        let transformer = 2 * norm + 4 * linear(c, c) + self.heads * offsets + linear(c, width) + linear(width, c);
+        let token_norm = match self.norm {
+            NormKind::Layer => 2 * c,
+            NormKind::Rms => c,
+        };
+        let qkv = 3 * (c * c + if self.qkv_bias { c } else { 0 });
+        let qk_norm = if self.qk_norm { 2 * (c / self.heads.max(1)) } else { 0 };
+        let ffn_in = match self.ffn {
+            FfnKind::Mish => linear(c, width),
+            FfnKind::Swiglu => linear(c, 2 * width),
+        };
+        let transformer =
+            2 * token_norm + qkv + qk_norm + linear(c, c) + self.heads * offsets + ffn_in + linear(width, c);
+        let position_embedding = if self.position_embedding { squares * c } else { 0 };
         let policy_head = match self.policy_head {
             PolicyHeadKind::Dense => linear(c, POLICY_CHANNELS) + linear(POLICY_CHANNELS * squares, policy),
             PolicyHeadKind::Conv => linear(c, c) + linear(c, game.policy_map().move_planes()),
         };
-        let scalar_head = |channels: usize, outputs: usize| {
-            linear(c, channels) + linear(channels * squares, HEAD_HIDDEN) + linear(HEAD_HIDDEN, outputs)
+        let scalar_head = |channels: usize, hidden: usize, outputs: usize| {
+            linear(c, channels) + linear(channels * squares, hidden) + linear(hidden, outputs)
         };
         9 * game.planes() * c
             + norm
             + self.blocks * block
+            + position_embedding
             + self.transformer_blocks * transformer
             + policy_head * (1 + usize::from(self.future_head))
-            + scalar_head(VALUE_CHANNELS, 3)
-            + scalar_head(MOVES_LEFT_CHANNELS, 1)
+            + scalar_head(self.value_channels, self.value_hidden, 3)
+            + scalar_head(MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, 1)
     }
 
     /// Floating-point operations of one position's forward pass without the
@@ -224,22 +298,27 @@ impl NetConfig {
         let block = 2.0 * per_square(9.0 * c, c) + 2.0 * (c * bottleneck + bottleneck * 2.0 * c);
         let width = c * self.ffn_multiplier as f64;
         let attention = 2.0 * 2.0 * squares * squares * c;
-        let transformer = 4.0 * per_square(c, c) + attention + per_square(c, width) + per_square(width, c);
+        let gates = match self.ffn {
+            FfnKind::Mish => 1.0,
+            FfnKind::Swiglu => 2.0,
+        };
+        let transformer = 4.0 * per_square(c, c) + attention + per_square(c, gates * width) + per_square(width, c);
         let policy_head = match self.policy_head {
             PolicyHeadKind::Dense => {
                 per_square(c, POLICY_CHANNELS as f64) + 2.0 * POLICY_CHANNELS as f64 * squares * policy
             }
             PolicyHeadKind::Conv => per_square(c, c) + per_square(c, game.policy_map().move_planes() as f64),
         };
-        let scalar_head = |channels: f64, outputs: f64| {
-            per_square(c, channels) + 2.0 * channels * squares * HEAD_HIDDEN as f64 + 2.0 * HEAD_HIDDEN as f64 * outputs
+        let scalar_head = |channels: usize, hidden: usize, outputs: f64| {
+            let (channels, hidden) = (channels as f64, hidden as f64);
+            per_square(c, channels) + 2.0 * channels * squares * hidden + 2.0 * hidden * outputs
         };
         per_square(9.0 * game.planes() as f64, c)
             + self.blocks as f64 * block
             + self.transformer_blocks as f64 * transformer
             + policy_head
-            + scalar_head(VALUE_CHANNELS as f64, 3.0)
-            + scalar_head(MOVES_LEFT_CHANNELS as f64, 1.0)
+            + scalar_head(self.value_channels, self.value_hidden, 3.0)
+            + scalar_head(MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, 1.0)
     }
 
     /// Checks that the numbers fit together.
@@ -268,6 +347,27 @@ impl NetConfig {
         }
         if !(1..=16).contains(&self.ffn_multiplier) {
             return fail(format!("ffn_multiplier = {} must be in 1..=16", self.ffn_multiplier));
+        }
+        if !(1..=1024).contains(&self.value_channels) || !(1..=4096).contains(&self.value_hidden) {
+            return fail(format!(
+                "value_channels = {} must be in 1..=1024 and value_hidden = {} in 1..=4096",
+                self.value_channels, self.value_hidden
+            ));
+        }
+        if self.transformer_blocks == 0 {
+            let transformer_options = [
+                ("ffn", self.ffn != FfnKind::Mish),
+                ("norm", self.norm != NormKind::Layer),
+                ("qk_norm", self.qk_norm),
+                ("qkv_bias", !self.qkv_bias),
+                ("position_embedding", self.position_embedding),
+            ];
+            if let Some((name, _)) = transformer_options.iter().find(|(_, set)| *set) {
+                return fail(format!(
+                    "{name} shapes the transformer blocks, and transformer_blocks = 0: add blocks or leave {name} \
+                     at its default"
+                ));
+            }
         }
         Ok(())
     }

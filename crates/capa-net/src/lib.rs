@@ -37,8 +37,9 @@ use std::path::PathBuf;
 pub use backend::{BackendKind, BackendTask, DeviceSpec, with_backend};
 pub use checkpoint::{
     NetFileInfo, load_checkpoint, load_net, load_net_into, read_net_config, read_net_info, save_checkpoint, save_net,
+    slim_net,
 };
-pub use config::{GameKind, NetConfig, PolicyHeadKind};
+pub use config::{FfnKind, GameKind, NetConfig, NormKind, PolicyHeadKind};
 pub use encode::{NetGame, encode_batch};
 pub use evaluator::NetEvaluator;
 pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};

@@ -3,20 +3,23 @@
 //!
 //! ```text
 //! planes -> conv3x3 -> GN -> Mish -> [ResBlock] x blocks
-//!        -> one token per square -> [TransformerBlock] x transformer_blocks
+//!        -> one token per square (+ position embedding)
+//!        -> [TransformerBlock] x transformer_blocks
 //!        -> policy | WDL | moves-left | future move
 //! ```
 
 use burn::module::{ModuleVisitor, Param};
-use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::DType;
-use burn::tensor::activation::{sigmoid, softplus};
+use burn::tensor::activation::{sigmoid, silu, softplus};
 
-use crate::config::{HEAD_HIDDEN, MOVES_LEFT_CHANNELS, NetConfig, POLICY_CHANNELS, PolicyHeadKind, VALUE_CHANNELS};
+use crate::config::{
+    FfnKind, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, NetConfig, NormKind, POLICY_CHANNELS, PolicyHeadKind,
+};
 use crate::ops::{
-    CapaBackend, LAYER_NORM_EPSILON, biased_attention, channel_moments, conv_same, dense, layer_norm, mish,
-    scale_shift_mish, swap_last_dims,
+    CapaBackend, biased_attention, channel_moments, conv_same, dense, layer_norm, mish, rms_norm, scale_shift_mish,
+    swap_last_dims,
 };
 use crate::precision::in_dtype;
 
@@ -211,39 +214,84 @@ impl<B: CapaBackend> ResBlock<B> {
     }
 }
 
-/// Pre-LayerNorm multi-head attention with a learned bias per head for each
-/// (rank difference, file difference) between two squares, then a pre-LayerNorm
-/// Mish feed-forward.
+/// A normalisation of each token: LayerNorm when it has a shift (`beta`),
+/// RMSNorm when it has not. Its parameters are named as burn's `LayerNorm`'s.
+#[derive(Module, Debug)]
+pub struct TokenNorm<B: Backend> {
+    gamma: Param<Tensor<B, 1>>,
+    beta: Option<Param<Tensor<B, 1>>>,
+}
+
+impl<B: CapaBackend> TokenNorm<B> {
+    fn new(kind: NormKind, width: usize, device: &B::Device) -> Self {
+        TokenNorm {
+            gamma: Param::from_tensor(Tensor::ones([width], device)),
+            beta: (kind == NormKind::Layer).then(|| Param::from_tensor(Tensor::zeros([width], device))),
+        }
+    }
+
+    /// `x`: `[rows, width]`.
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        match &self.beta {
+            Some(beta) => layer_norm(x, self.gamma.val(), beta.val()),
+            None => rms_norm(x, self.gamma.val()),
+        }
+    }
+}
+
+/// Pre-norm multi-head attention with a learned bias per head for each
+/// (rank difference, file difference) between two squares, then a pre-norm
+/// feed-forward. The options of [`NetConfig`] choose the norm (LayerNorm or
+/// RMSNorm), QK-norm, the projections' bias and the feed-forward (Mish or
+/// SwiGLU).
 #[derive(Module, Debug)]
 pub struct TransformerBlock<B: Backend> {
-    attention_norm: LayerNorm<B>,
+    attention_norm: TokenNorm<B>,
     query: Linear<B>,
     key: Linear<B>,
     value: Linear<B>,
+    /// QK-norm's RMSNorm of each head's queries and keys, `[width / heads]`
+    /// each.
+    query_norm: Option<TokenNorm<B>>,
+    key_norm: Option<TokenNorm<B>>,
     out: Linear<B>,
     /// `[heads, (2 ranks - 1) x (2 files - 1)]`, indexed by [`relative_positions`].
     position_bias: Param<Tensor<B, 2>>,
-    ffn_norm: LayerNorm<B>,
+    ffn_norm: TokenNorm<B>,
+    /// To the hidden width (Mish) or to twice it (SwiGLU: the gate, then
+    /// the value).
     ffn_in: Linear<B>,
     ffn_out: Linear<B>,
     heads: usize,
+    #[module(skip)]
+    ffn: FfnKind,
 }
 
 impl<B: CapaBackend> TransformerBlock<B> {
     fn new(config: &NetConfig, device: &B::Device) -> Self {
         let width = config.channels;
+        let hidden = width * config.ffn_multiplier;
         let offsets = (2 * config.game.ranks() - 1) * (2 * config.game.files() - 1);
+        let projection = || LinearConfig::new(width, width).with_bias(config.qkv_bias).init(device);
+        let head_norm = || config.qk_norm.then(|| TokenNorm::new(NormKind::Rms, width / config.heads, device));
+        let gates = match config.ffn {
+            FfnKind::Mish => 1,
+            FfnKind::Swiglu => 2,
+        };
         TransformerBlock {
-            attention_norm: LayerNormConfig::new(width).with_epsilon(LAYER_NORM_EPSILON).init(device),
-            query: LinearConfig::new(width, width).init(device),
-            key: LinearConfig::new(width, width).init(device),
-            value: LinearConfig::new(width, width).init(device),
+            attention_norm: TokenNorm::new(config.norm, width, device),
+            query: projection(),
+            key: projection(),
+            value: projection(),
+            query_norm: head_norm(),
+            key_norm: head_norm(),
             out: LinearConfig::new(width, width).init(device),
             position_bias: Param::from_tensor(Tensor::zeros([config.heads, offsets], device)),
-            ffn_norm: LayerNormConfig::new(width).with_epsilon(LAYER_NORM_EPSILON).init(device),
-            ffn_in: LinearConfig::new(width, width * config.ffn_multiplier).init(device),
-            ffn_out: LinearConfig::new(width * config.ffn_multiplier, width).init(device),
+            ffn_norm: TokenNorm::new(config.norm, width, device),
+            ffn_in: LinearConfig::new(width, gates * hidden).init(device),
+            ffn_out: LinearConfig::new(hidden, width).init(device),
             heads: config.heads,
+            ffn: config.ffn,
         }
     }
 
@@ -254,18 +302,32 @@ impl<B: CapaBackend> TransformerBlock<B> {
         // matrix: one large product each rather than one per sample.
         let x = x.reshape([batch * squares, width]);
         let tokens = |t: Tensor<B, 2>| t.reshape([batch, squares, width]);
-        let h = layer_norm(&self.attention_norm, x.clone());
+        let per_head = |t: Tensor<B, 2>, norm: &Option<TokenNorm<B>>| match norm {
+            Some(norm) => {
+                let heads = t.reshape([batch * squares * self.heads, width / self.heads]);
+                tokens(norm.forward(heads).reshape([batch * squares, width]))
+            }
+            None => tokens(t),
+        };
+        let h = self.attention_norm.forward(x.clone());
         let bias = self.position_bias.val().select(1, positions).reshape([self.heads, squares, squares]);
         let context = biased_attention(
-            tokens(dense(&self.query, h.clone())),
-            tokens(dense(&self.key, h.clone())),
+            per_head(dense(&self.query, h.clone()), &self.query_norm),
+            per_head(dense(&self.key, h.clone()), &self.key_norm),
             tokens(dense(&self.value, h)),
             bias,
             self.heads,
         );
         let x = x + dense(&self.out, context.reshape([batch * squares, width]));
-        let h = layer_norm(&self.ffn_norm, x.clone());
-        tokens(x + dense(&self.ffn_out, mish(dense(&self.ffn_in, h))))
+        let h = dense(&self.ffn_in, self.ffn_norm.forward(x.clone()));
+        let h = match self.ffn {
+            FfnKind::Mish => mish(h),
+            FfnKind::Swiglu => {
+                let hidden = h.dims()[1] / 2;
+                silu(h.clone().narrow(1, 0, hidden)) * h.narrow(1, hidden, hidden)
+            }
+        };
+        tokens(x + dense(&self.ffn_out, h))
     }
 }
 
@@ -345,11 +407,11 @@ pub struct ScalarHead<B: Backend> {
 }
 
 impl<B: CapaBackend> ScalarHead<B> {
-    fn new(config: &NetConfig, channels: usize, outputs: usize, device: &B::Device) -> Self {
+    fn new(config: &NetConfig, channels: usize, hidden: usize, outputs: usize, device: &B::Device) -> Self {
         ScalarHead {
             conv: conv1x1(config.channels, channels, device),
-            hidden: LinearConfig::new(channels * config.game.squares(), HEAD_HIDDEN).init(device),
-            out: output_layer(HEAD_HIDDEN, outputs, device),
+            hidden: LinearConfig::new(channels * config.game.squares(), hidden).init(device),
+            out: output_layer(hidden, outputs, device),
         }
     }
 
@@ -365,6 +427,8 @@ pub struct Net<B: Backend> {
     input_conv: Conv<B>,
     input_norm: GroupNorm<B>,
     blocks: Vec<ResBlock<B>>,
+    /// Added to the tokens before the first transformer block, `[squares, channels]`.
+    position_embedding: Option<Param<Tensor<B, 2>>>,
     transformer: Vec<TransformerBlock<B>>,
     policy: PolicyHead<B>,
     wdl: ScalarHead<B>,
@@ -416,10 +480,13 @@ impl<B: CapaBackend> Net<B> {
             input_conv: conv3x3(config.game.planes(), channels, device),
             input_norm: GroupNorm::new(config.groups, channels, device),
             blocks: (0..config.blocks).map(|_| ResBlock::new(config, device)).collect(),
+            position_embedding: config
+                .position_embedding
+                .then(|| Initializer::Normal { mean: 0.0, std: 0.02 }.init([config.game.squares(), channels], device)),
             transformer: (0..config.transformer_blocks).map(|_| TransformerBlock::new(config, device)).collect(),
             policy: PolicyHead::new(config, device),
-            wdl: ScalarHead::new(config, VALUE_CHANNELS, 3, device),
-            moves_left: ScalarHead::new(config, MOVES_LEFT_CHANNELS, 1, device),
+            wdl: ScalarHead::new(config, config.value_channels, config.value_hidden, 3, device),
+            moves_left: ScalarHead::new(config, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, 1, device),
             future: config.future_head.then(|| PolicyHead::new(config, device)),
             config: config.clone(),
         };
@@ -444,6 +511,9 @@ impl<B: CapaBackend> Net<B> {
             let [batch, channels, ranks, files] = x.dims();
             let positions = relative_positions::<B>(ranks, files, &device);
             let mut tokens = swap_last_dims(x.reshape([batch, channels, ranks * files]));
+            if let Some(embedding) = &self.position_embedding {
+                tokens = tokens + embedding.val().unsqueeze::<3>();
+            }
             for block in &self.transformer {
                 tokens = block.forward(tokens, positions.clone());
             }
@@ -464,9 +534,11 @@ impl<B: CapaBackend> Net<B> {
 mod tests {
     use burn::backend::Flex;
     use burn::backend::flex::FlexDevice;
+    use burn::nn::LayerNormConfig;
     use burn::tensor::Distribution;
 
     use super::*;
+    use crate::ops::LAYER_NORM_EPSILON;
 
     fn assert_close<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>, tolerance: f32) {
         let (a, b) = (a.into_data().into_vec::<f32>().unwrap(), b.into_data().into_vec::<f32>().unwrap());
@@ -678,7 +750,8 @@ mod tests {
             Tensor::<Ad, 2>::from_inner(x.clone()).require_grad(),
             Tensor::<Ad, 2>::from_inner(x.clone()).require_grad(),
         );
-        let (ours, reference) = (layer_norm(&norm, x1.clone()), norm.forward(x2.clone()));
+        let beta = norm.beta.as_ref().unwrap().val();
+        let (ours, reference) = (layer_norm(x1.clone(), norm.gamma.val(), beta), norm.forward(x2.clone()));
         assert_close(ours.clone().inner(), reference.clone().inner(), 1e-5);
         let g1 = (ours * output_weights.clone()).sum().backward();
         let g2 = (reference * output_weights.clone()).sum().backward();
@@ -780,6 +853,110 @@ mod tests {
             assert_close(wrap(ours), wrap(moving_average_with_tensor_ops::<Flex>(a.clone(), c, 0.999)), 1e-6);
             let ours = <Flex as CapaBackend>::sum_of_squares(a.clone());
             assert_close(wrap(ours), wrap(sum_of_squares_with_tensor_ops::<Flex>(a)), 1e-5);
+        }
+    }
+
+    /// RMSNorm (tensor ops) against burn's `RmsNorm`, values and gradients
+    /// of the input and the scale.
+    #[test]
+    fn rms_norm_matches_burns_with_its_gradients() {
+        type Ad = burn::backend::Autodiff<Flex>;
+        let (rows, width) = (50, 12);
+        let mut reference =
+            burn::nn::RmsNormConfig::new(width).with_epsilon(LAYER_NORM_EPSILON).init::<Ad>(&FlexDevice);
+        reference.gamma = Param::from_tensor(Tensor::random([width], Distribution::Normal(1.0, 0.3), &FlexDevice));
+        let x = Tensor::<Flex, 2>::random([rows, width], Distribution::Normal(0.5, 2.0), &FlexDevice);
+        let weights = Tensor::<Ad, 2>::random([rows, width], Distribution::Normal(0.0, 1.0), &FlexDevice);
+        let (x1, x2) =
+            (Tensor::<Ad, 2>::from_inner(x.clone()).require_grad(), Tensor::<Ad, 2>::from_inner(x).require_grad());
+        let (ours, plain) = (rms_norm(x1.clone(), reference.gamma.val()), reference.forward(x2.clone()));
+        assert_close(ours.clone().inner(), plain.clone().inner(), 1e-5);
+        let (g1, g2) = ((ours * weights.clone()).sum().backward(), (plain * weights).sum().backward());
+        assert_close(x1.grad(&g1).unwrap(), x2.grad(&g2).unwrap(), 1e-4);
+        let gamma = reference.gamma.val();
+        assert_close(gamma.grad(&g1).unwrap(), gamma.grad(&g2).unwrap(), 1e-4);
+    }
+
+    /// Each architecture option on its own and all together: the outputs
+    /// keep their shapes, the parameters number what `parameter_count`
+    /// says, every parameter gets a finite gradient, and the gradient of the
+    /// input agrees with a central difference along a random direction.
+    #[test]
+    fn every_architecture_option_has_its_shapes_and_gradients() {
+        type Ad = burn::backend::Autodiff<Flex>;
+        let game = crate::GameKind::Chess;
+        let base =
+            NetConfig { channels: 16, blocks: 1, groups: 4, heads: 2, transformer_blocks: 2, ..NetConfig::small(game) };
+        let every = NetConfig {
+            ffn: FfnKind::Swiglu,
+            norm: NormKind::Rms,
+            qk_norm: true,
+            qkv_bias: false,
+            position_embedding: true,
+            value_channels: 48,
+            value_hidden: 160,
+            ..base.clone()
+        };
+        let configs = [
+            NetConfig { ffn: FfnKind::Swiglu, ..base.clone() },
+            NetConfig { norm: NormKind::Rms, ..base.clone() },
+            NetConfig { qk_norm: true, ..base.clone() },
+            NetConfig { qkv_bias: false, ..base.clone() },
+            NetConfig { position_embedding: true, ..base.clone() },
+            NetConfig { value_channels: 48, value_hidden: 160, ..base.clone() },
+            every,
+        ];
+        struct Gradients<'a> {
+            grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
+            checked: usize,
+        }
+        impl ModuleVisitor<Ad> for Gradients<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Ad, D>>) {
+                let grad = param.val().grad(self.grads).expect("every parameter has a gradient");
+                let values = grad.into_data().into_vec::<f32>().unwrap();
+                assert!(values.iter().all(|v| v.is_finite()), "a finite gradient");
+                assert!(values.iter().any(|v| *v != 0.0), "a gradient that is not all zero");
+                self.checked += 1;
+            }
+        }
+        for config in configs {
+            config.validate().unwrap();
+            let net = Net::<Ad>::new(&config, &FlexDevice);
+            assert_eq!(net.num_params(), config.parameter_count(), "{config:?}");
+            let planes = random([2, game.planes(), 8, 8]);
+            let weights = [game.policy_size(), 3, 1, game.policy_size()]
+                .map(|width| Tensor::<Flex, 2>::random([2, width], Distribution::Normal(0.0, 1.0), &FlexDevice));
+            // A scalar of every output, on either backend.
+            fn score<B: CapaBackend>(net: &Net<B>, planes: Tensor<B, 4>, weights: &[Tensor<B, 2>; 4]) -> Tensor<B, 1> {
+                let out = net.forward(planes, true);
+                let [p, w, m, f] = weights.clone();
+                (out.policy * p).sum()
+                    + (out.wdl * w).sum()
+                    + (out.moves_left * m).sum()
+                    + (out.future.unwrap() * f).sum()
+            }
+            let out = net.forward(Tensor::from_inner(planes.clone()), true);
+            assert_eq!(out.policy.dims(), [2, game.policy_size()]);
+            assert_eq!(out.wdl.dims(), [2, 3]);
+            assert_eq!(out.moves_left.dims(), [2, 1]);
+            assert_eq!(out.future.unwrap().dims(), [2, game.policy_size()]);
+
+            let input = Tensor::<Ad, 4>::from_inner(planes.clone()).require_grad();
+            let grads = score(&net, input.clone(), &weights.clone().map(Tensor::from_inner)).backward();
+            let mut visitor = Gradients { grads: &grads, checked: 0 };
+            net.visit(&mut visitor);
+            assert!(visitor.checked > 0);
+
+            let direction = random([2, game.planes(), 8, 8]);
+            let analytic: f32 = (input.grad(&grads).unwrap() * direction.clone()).sum().into_scalar();
+            let inference = burn::module::AutodiffModule::valid(&net);
+            let at = |step: f32| score(&inference, planes.clone() + direction.clone() * step, &weights).into_scalar();
+            let step = 1e-2;
+            let numeric = (at(step) - at(-step)) / (2.0 * step);
+            assert!(
+                (analytic - numeric).abs() <= 2e-2 * (1.0 + numeric.abs()),
+                "{config:?}: the gradient gives {analytic} along a direction, a central difference {numeric}"
+            );
         }
     }
 

@@ -1,9 +1,10 @@
 //! Named tensors in and out of modules, and the safetensors files that hold
 //! them.
 //!
-//! A file is one safetensors archive (f32 tensors, openable from Python with
-//! the `safetensors` package) whose names are grouped by prefix: `net.` for
-//! the weights, and for a training checkpoint `ema.` and `optimizer.` too.
+//! A file is one safetensors archive (f32 tensors, or f16 or bf16 in a slim
+//! network file; openable from Python with the `safetensors` package) whose
+//! names are grouped by prefix: `net.` for the weights, and for a training
+//! checkpoint `ema.` and `optimizer.` too.
 //! The header's metadata holds the architecture as JSON, so a file says
 //! what network it is.
 
@@ -12,9 +13,11 @@ use std::path::Path;
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::prelude::*;
+use burn::tensor::{bf16, f16};
 use safetensors::tensor::{Dtype, TensorView};
 
 use crate::NetError;
+use crate::precision::Precision;
 
 /// A tensor as stored: its shape and its values, row-major.
 #[derive(Clone, Debug, PartialEq)]
@@ -136,46 +139,106 @@ pub fn apply<B: Backend, M: Module<B>>(module: M, prefix: &str, source: &Tensors
     if problems.is_empty() { Ok(module) } else { Err(NetError::Mismatch { what: what.to_string(), problems }) }
 }
 
-/// Serialises `tensors` and `metadata` as safetensors.
-pub fn to_bytes(tensors: &Tensors, metadata: HashMap<String, String>) -> Result<Vec<u8>, NetError> {
-    let bytes: Vec<(&String, Vec<u8>)> = tensors
-        .iter()
-        .map(|(name, stored)| (name, stored.values.iter().flat_map(|v| v.to_le_bytes()).collect()))
-        .collect();
+/// Serialises `tensors` and `metadata` as safetensors, every tensor stored
+/// in `precision`.
+///
+/// # Errors
+/// [`NetError::Format`] when a value lies beyond f16's range (the weights
+/// would turn infinite) or the tensors cannot be serialised.
+pub fn to_bytes(
+    tensors: &Tensors,
+    metadata: HashMap<String, String>,
+    precision: Precision,
+) -> Result<Vec<u8>, NetError> {
+    let mut bytes: Vec<(&String, Vec<u8>)> = Vec::with_capacity(tensors.len());
+    for (name, stored) in tensors {
+        let data = match precision {
+            Precision::F32 => stored.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Precision::F16 => {
+                if let Some(v) = stored.values.iter().find(|v| v.abs() > f16::MAX.to_f32()) {
+                    return Err(NetError::Format(format!(
+                        "{name} holds {v}, beyond f16's range (65504): store it in bf16 or f32"
+                    )));
+                }
+                stored.values.iter().flat_map(|v| f16::from_f32(*v).to_le_bytes()).collect()
+            }
+            Precision::Bf16 => stored.values.iter().flat_map(|v| bf16::from_f32(*v).to_le_bytes()).collect(),
+        };
+        bytes.push((name, data));
+    }
+    let dtype = match precision {
+        Precision::F32 => Dtype::F32,
+        Precision::F16 => Dtype::F16,
+        Precision::Bf16 => Dtype::BF16,
+    };
     let views = bytes
         .iter()
         .zip(tensors.values())
         .map(|((name, data), stored)| {
-            TensorView::new(Dtype::F32, stored.shape.clone(), data).map(|view| (name.as_str(), view))
+            TensorView::new(dtype, stored.shape.clone(), data).map(|view| (name.as_str(), view))
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| NetError::Format(format!("cannot serialise the tensors: {e}")))?;
     safetensors::serialize(views, Some(metadata)).map_err(|e| NetError::Format(format!("cannot serialise: {e}")))
 }
 
-/// Parses safetensors bytes: every tensor (f32 only) and the metadata.
+/// What [`from_bytes`] reads: every tensor as f32, the metadata, and the
+/// float type the tensors were stored in.
+pub struct Parsed {
+    /// The tensors, widened to f32.
+    pub tensors: Tensors,
+    /// The header's metadata.
+    pub metadata: HashMap<String, String>,
+    /// The stored type, shared by every tensor (f32 for a file without any).
+    pub precision: Precision,
+}
+
+/// Parses safetensors bytes: every tensor (f32, f16 or bf16, one type for
+/// the whole file) and the metadata.
 ///
 /// # Errors
-/// [`NetError::Format`] when the bytes are not safetensors or hold a tensor
-/// of another type.
-pub fn from_bytes(bytes: &[u8]) -> Result<(Tensors, HashMap<String, String>), NetError> {
+/// [`NetError::Format`] when the bytes are not safetensors, hold a tensor of
+/// another type, mix types, or hold a value that is not finite.
+pub fn from_bytes(bytes: &[u8]) -> Result<Parsed, NetError> {
     let bad = |e: safetensors::SafeTensorError| NetError::Format(format!("not a safetensors file: {e}"));
     let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(bad)?;
     let metadata = header.metadata().clone().unwrap_or_default();
     let archive = safetensors::SafeTensors::deserialize(bytes).map_err(bad)?;
     let mut tensors = Tensors::new();
+    let mut precision = None;
     for (name, view) in archive.iter() {
-        if view.dtype() != Dtype::F32 {
-            return Err(NetError::Format(format!("tensor {name} is {:?}; capa stores F32 only", view.dtype())));
+        let (stored_as, values): (Precision, Vec<f32>) = match view.dtype() {
+            Dtype::F32 => (
+                Precision::F32,
+                view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            ),
+            Dtype::F16 => (
+                Precision::F16,
+                view.data().chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            ),
+            Dtype::BF16 => (
+                Precision::Bf16,
+                view.data().chunks_exact(2).map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            ),
+            other => {
+                return Err(NetError::Format(format!("tensor {name} is {other:?}; capa stores F32, F16 or BF16")));
+            }
+        };
+        match precision {
+            None => precision = Some(stored_as),
+            Some(first) if first != stored_as => {
+                return Err(NetError::Format(format!(
+                    "tensor {name} is {stored_as} where the others are {first}: a capa file has one type"
+                )));
+            }
+            Some(_) => {}
         }
-        let values: Vec<f32> =
-            view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
             return Err(NetError::Format(format!("tensor {name} holds {bad}: the weights are damaged")));
         }
         tensors.insert(name.to_string(), Stored { shape: view.shape().to_vec(), values });
     }
-    Ok((tensors, metadata))
+    Ok(Parsed { tensors, metadata, precision: precision.unwrap_or_default() })
 }
 
 /// Writes `bytes` to `path` atomically ([`capa_data::write_atomically`]).

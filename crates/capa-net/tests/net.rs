@@ -11,9 +11,9 @@ use burn::tensor::activation::softmax;
 use capa_mcts::{Evaluations, Evaluator, LeafRequest, Limits, SearchParams, Tree};
 use capa_net::burn;
 use capa_net::{
-    BackendKind, DeviceSpec, GameKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, OptimizerKind,
-    PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into,
-    save_checkpoint, save_net, with_backend,
+    BackendKind, DeviceSpec, FfnKind, GameKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, NormKind,
+    OptimizerKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into,
+    read_net_info, save_checkpoint, save_net, slim_net, with_backend,
 };
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -25,6 +25,21 @@ type Infer = Flex;
 /// The real architecture, narrow enough for CI.
 fn tiny(game: GameKind) -> NetConfig {
     NetConfig { channels: 32, blocks: 2, transformer_blocks: 1, heads: 4, ..NetConfig::small(game) }
+}
+
+/// [`tiny`] with every architecture option away from its default.
+fn every_option(game: GameKind) -> NetConfig {
+    NetConfig {
+        ffn: FfnKind::Swiglu,
+        norm: NormKind::Rms,
+        qk_norm: true,
+        qkv_bias: false,
+        position_embedding: true,
+        value_channels: 48,
+        value_hidden: 160,
+        future_head: false,
+        ..tiny(game)
+    }
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -155,6 +170,7 @@ fn one_step_reduces_the_loss_and_200_overfit_32_positions() {
     for head in [PolicyHeadKind::Dense, PolicyHeadKind::Conv] {
         overfit_32_positions(NetConfig { policy_head: head, ..tiny(GameKind::Chess) });
     }
+    overfit_32_positions(every_option(GameKind::Chess));
 }
 
 fn overfit_32_positions(config: NetConfig) {
@@ -277,6 +293,61 @@ fn bad_files_are_errors_that_name_the_file() {
     // A network file is not a checkpoint.
     let err = load_checkpoint::<Train>(&good, train_config(), &FlexDevice).err().unwrap();
     assert!(err.to_string().contains("not a checkpoint"), "{err}");
+}
+
+/// `slim_net`: a checkpoint's EMA network alone, in f32 (the same outputs),
+/// f16 or bf16 (close), which both loaders read; a weight beyond f16's
+/// range is refused and nothing is written.
+#[test]
+fn a_slim_file_holds_the_ema_network_in_each_precision() {
+    let config = every_option(GameKind::Capablanca);
+    let device = FlexDevice;
+    let batch = positions::<Capablanca>(8, 5);
+    let (input, target) = (planes::<Capablanca, Train>(&batch, &device), targets::<Capablanca, Train>(&batch, &device));
+    let settings = TrainConfig { ema_decay: 0.5, ..train_config() };
+    let mut trainer = Trainer::new(Net::<Train>::new(&config, &device), settings.clone()).unwrap();
+    for _ in 0..3 {
+        trainer.step(input.clone(), target.clone());
+    }
+    let checkpoint = scratch("slim-source.safetensors");
+    save_checkpoint(&trainer, &checkpoint).unwrap();
+    let probe = planes::<Capablanca, Infer>(&batch, &device);
+    let expected = values(trainer.inference_net().forward(probe.clone(), false).policy);
+    let raw = values(trainer.model().valid().forward(probe.clone(), false).policy);
+    assert_ne!(expected, raw, "the EMA differs from the raw weights, so the test tells them apart");
+    let mut sizes = Vec::new();
+    for (precision, tolerance) in [(Precision::F32, 0.0), (Precision::F16, 1e-2), (Precision::Bf16, 6e-2)] {
+        let slim = scratch(&format!("slim-{precision}.safetensors"));
+        let info = slim_net(&checkpoint, &slim, precision).unwrap();
+        assert_eq!((info.precision, info.source_step, info.step, info.ema), (precision, Some(3), None, false));
+        assert_eq!(info.parameters, config.parameter_count());
+        assert_eq!(read_net_info(&slim).unwrap(), info);
+        sizes.push(std::fs::metadata(&slim).unwrap().len());
+        let loaded = load_net::<Infer>(&slim, &device).unwrap();
+        let policy = values(loaded.forward(probe.clone(), false).policy);
+        for (a, b) in policy.iter().zip(&expected) {
+            assert!((a - b).abs() <= tolerance * (1.0 + b.abs()), "{precision}: {a} vs {b}");
+        }
+        load_net_into(Net::<Infer>::new(&config, &device), &slim).unwrap();
+        let err = load_checkpoint::<Train>(&slim, settings.clone(), &device).err().unwrap();
+        assert!(err.to_string().contains("not a checkpoint"), "{err}");
+        // A slim file slims again, keeping where it came from.
+        let again = slim_net(&slim, &scratch("slim-again.safetensors"), precision).unwrap();
+        assert_eq!(again.source_step, Some(3));
+    }
+    assert!(sizes[1..].iter().all(|half| half * 195 < sizes[0] * 100), "f32, f16, bf16 sizes: {sizes:?}");
+
+    // One weight beyond f16's range: refused by f16, kept by bf16.
+    let mut bytes = std::fs::read(scratch("slim-f32.safetensors")).unwrap();
+    let data = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    bytes[data..data + 4].copy_from_slice(&1.0e5f32.to_le_bytes());
+    let huge = scratch("slim-huge.safetensors");
+    std::fs::write(&huge, &bytes).unwrap();
+    let out = scratch("slim-never.safetensors");
+    let err = slim_net(&huge, &out, Precision::F16).unwrap_err().to_string();
+    assert!(err.contains("beyond f16's range") && err.contains("slim-huge.safetensors"), "{err}");
+    assert!(!out.exists(), "nothing written");
+    slim_net(&huge, &out, Precision::Bf16).unwrap();
 }
 
 /// Two peers on the CPU device, each with a shard of the batch and

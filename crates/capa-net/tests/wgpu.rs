@@ -25,8 +25,9 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use capa_net::burn;
 use capa_net::{
-    AdamWStep, BackendKind, BackendTask, CapaAutodiffBackend, CapaBackend, DeviceSpec, GameKind, Net, NetConfig,
-    NetGame, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_net, losses, save_net, with_backend,
+    AdamWStep, BackendKind, BackendTask, CapaAutodiffBackend, CapaBackend, DeviceSpec, FfnKind, GameKind, Net,
+    NetConfig, NetGame, NormKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_net, losses, save_net,
+    with_backend,
 };
 use capa_rules::MoveList;
 use capa_rules::capablanca::Capablanca;
@@ -441,13 +442,12 @@ impl BackendTask for Step {
     }
 }
 
-/// A training step of a fresh narrow network on 16 positions, with a
+/// A training step of a fresh network of `config` on 16 positions, with a
 /// learning rate of 1e-3 and clipping at 0.5.
-fn step<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind, precision: Precision) -> Step {
+fn step<G: NetGame>(config: NetConfig, precision: Precision) -> Step {
     let dir = std::env::temp_dir().join(format!("capa-wgpu-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let weights = dir.join(format!("{}-{policy_head:?}.safetensors", game.name()));
-    let config = narrow(game, policy_head);
+    let weights = dir.join(format!("{}-{:?}-{:?}.safetensors", config.game.name(), config.policy_head, config.ffn));
     save_net(&Net::<burn::backend::Flex>::new(&config, &burn::backend::flex::FlexDevice), &weights).unwrap();
     let train = TrainConfig {
         learning_rate: 1e-3,
@@ -459,8 +459,9 @@ fn step<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind, precision: Prec
     Step { weights, batch: std::sync::Arc::new(batch::<G>(16, 5)), config: train, precision }
 }
 
-fn step_parity<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind) {
-    let (cpu, gpu) = on_both(step::<G>(game, policy_head, Precision::F32));
+fn step_parity<G: NetGame>(config: NetConfig) {
+    let game = config.game;
+    let (cpu, gpu) = on_both(step::<G>(config, Precision::F32));
     assert_parity(&format!("{} step", game.name()), &cpu, &gpu, |name| {
         if name.starts_with("output") || name.starts_with("loss") { 1e-4 } else { 1e-3 }
     });
@@ -475,7 +476,7 @@ fn step_parity<G: NetGame>(game: GameKind, policy_head: PolicyHeadKind) {
 #[test]
 fn wgpu_half_precision_step_is_close_to_the_cpu() {
     for precision in [Precision::F16, Precision::Bf16] {
-        let task = step::<Capablanca>(GameKind::Capablanca, PolicyHeadKind::Conv, precision);
+        let task = step::<Capablanca>(narrow(GameKind::Capablanca, PolicyHeadKind::Conv), precision);
         let cpu = with_backend(DeviceSpec::CPU, Step { precision: Precision::F32, ..task.clone() }).unwrap();
         let spec = DeviceSpec { precision, ..gpu() };
         if let Err(refusal) = with_backend(spec, Nothing) {
@@ -501,12 +502,22 @@ fn wgpu_half_precision_step_is_close_to_the_cpu() {
 
 #[test]
 fn wgpu_training_step_matches_the_cpu_for_capablanca() {
-    step_parity::<Capablanca>(GameKind::Capablanca, PolicyHeadKind::Conv);
+    step_parity::<Capablanca>(narrow(GameKind::Capablanca, PolicyHeadKind::Conv));
 }
 
+/// Chess with every architecture option away from its default.
 #[test]
-fn wgpu_training_step_matches_the_cpu_for_chess() {
-    step_parity::<Chess>(GameKind::Chess, PolicyHeadKind::Dense);
+fn wgpu_training_step_matches_the_cpu_for_chess_with_every_option() {
+    step_parity::<Chess>(NetConfig {
+        ffn: FfnKind::Swiglu,
+        norm: NormKind::Rms,
+        qk_norm: true,
+        qkv_bias: false,
+        position_embedding: true,
+        value_channels: 24,
+        value_hidden: 64,
+        ..narrow(GameKind::Chess, PolicyHeadKind::Dense)
+    });
 }
 
 /// A task that only opens the device.

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, DeviceSpec, GameKind, NetConfig, PolicyHeadKind, Precision, TrainConfig};
+use capa_net::{
+    BackendKind, DeviceSpec, FfnKind, GameKind, NetConfig, NormKind, PolicyHeadKind, Precision, TrainConfig,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::buffer::{Sampling, ValueTarget};
@@ -170,6 +172,27 @@ pub struct NetSection {
     /// `dense` or `conv` (see configs/README.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_head: Option<PolicyHeadKind>,
+    /// `mish` or `swiglu`: the transformer's feed-forward.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ffn: Option<FfnKind>,
+    /// `layer` or `rms`: the transformer's normalisation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm: Option<NormKind>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qk_norm: Option<bool>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qkv_bias: Option<bool>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position_embedding: Option<bool>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_channels: Option<usize>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_hidden: Option<usize>,
 }
 
 impl Default for NetSection {
@@ -185,6 +208,13 @@ impl Default for NetSection {
             ffn_multiplier: None,
             future_head: None,
             policy_head: None,
+            ffn: None,
+            norm: None,
+            qk_norm: None,
+            qkv_bias: None,
+            position_embedding: None,
+            value_channels: None,
+            value_hidden: None,
         }
     }
 }
@@ -622,17 +652,33 @@ impl RunConfig {
             (&mut net.groups, n.groups),
             (&mut net.se_ratio, n.se_ratio),
             (&mut net.ffn_multiplier, n.ffn_multiplier),
+            (&mut net.value_channels, n.value_channels),
+            (&mut net.value_hidden, n.value_hidden),
         ];
         for (field, value) in overrides {
             if let Some(value) = value {
                 *field = value;
             }
         }
-        if let Some(future) = n.future_head {
-            net.future_head = future;
+        let switches = [
+            (&mut net.future_head, n.future_head),
+            (&mut net.qk_norm, n.qk_norm),
+            (&mut net.qkv_bias, n.qkv_bias),
+            (&mut net.position_embedding, n.position_embedding),
+        ];
+        for (field, value) in switches {
+            if let Some(value) = value {
+                *field = value;
+            }
         }
         if let Some(head) = n.policy_head {
             net.policy_head = head;
+        }
+        if let Some(ffn) = n.ffn {
+            net.ffn = ffn;
+        }
+        if let Some(norm) = n.norm {
+            net.norm = norm;
         }
         net.validate().map_err(|e| anyhow::anyhow!("[net]: {e}"))?;
         Ok(net)

@@ -273,12 +273,30 @@ fn bad_configs_are_refused_before_any_work() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// One iteration with every architecture option on (self-play, training, a
+/// checkpoint), then a resume that turns one off is refused.
 #[test]
-fn an_architecture_change_is_refused_on_resume() {
+fn every_architecture_option_runs_and_a_change_is_refused_on_resume() {
     let dir = scratch("arch");
     let (config, run) = (tiny(&dir), dir.join("run"));
-    train(&config, &run, &["run.iterations=1", "train.steps=1", "selfplay.games=2"]);
-    let output = command(&config, &run, &["run.iterations=2", "net.channels=32"]).output().unwrap();
+    let every_option = [
+        "net.ffn=swiglu",
+        "net.norm=rms",
+        "net.qk_norm=true",
+        "net.qkv_bias=false",
+        "net.position_embedding=true",
+        "net.value_channels=48",
+        "net.value_hidden=160",
+        "net.future_head=false",
+    ];
+    let first: Vec<&str> =
+        ["run.iterations=1", "train.steps=1", "selfplay.games=2"].into_iter().chain(every_option).collect();
+    train(&config, &run, &first);
+    assert_eq!(metric_iterations(&run), [1]);
+    let mut changed = every_option.to_vec();
+    changed[2] = "net.qk_norm=false";
+    changed.push("run.iterations=2");
+    let output = command(&config, &run, &changed).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("architecture cannot change"), "{stderr}");

@@ -13,7 +13,7 @@
 //! functions the model calls; `autodiff` the graph nodes; `flex` the CPU
 //! glue to the `crate::cpu_*` kernels.
 
-use burn::nn::{LayerNorm, Linear};
+use burn::nn::Linear;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{BoolTensor, ConvOptions, FloatTensor};
@@ -650,22 +650,33 @@ pub fn dense<B: CapaBackend>(layer: &Linear<B>, x: Tensor<B, 2>) -> Tensor<B, 2>
     )))
 }
 
-/// [`CapaBackend::layer_norm_last`] on tensors: `norm` applied to each row
-/// of `x` `[rows, width]`.
+/// [`CapaBackend::layer_norm_last`] on tensors: each row of `x` `[rows,
+/// width]` normalised, scaled by `gamma` and shifted by `beta` (`[width]`).
 ///
 /// In f32 whatever the activations' type, as the group norm's statistics:
 /// f16 overflows on a row's sum of squares.
-pub fn layer_norm<B: CapaBackend>(norm: &LayerNorm<B>, x: Tensor<B, 2>) -> Tensor<B, 2> {
-    let beta = norm.beta.as_ref().expect("the network's layer norms have a shift");
+pub fn layer_norm<B: CapaBackend>(x: Tensor<B, 2>, gamma: Tensor<B, 1>, beta: Tensor<B, 1>) -> Tensor<B, 2> {
     let f32 = |t: Tensor<B, 1>| in_dtype(t, DType::F32).into_primitive().tensor();
     let dtype = x.dtype();
     let normalised = Tensor::from_primitive(TensorPrimitive::Float(B::layer_norm_last(
         in_dtype(x, DType::F32).into_primitive().tensor(),
-        f32(norm.gamma.val()),
-        f32(beta.val()),
+        f32(gamma),
+        f32(beta),
         LAYER_NORM_EPSILON,
     )));
     in_dtype(normalised, dtype)
+}
+
+/// RMSNorm over the last dimension of `x`, scaled by `gamma` (its size):
+/// `x / sqrt(mean(x^2) + epsilon) * gamma`, with [`LAYER_NORM_EPSILON`].
+///
+/// Tensor ops, differentiated by burn, on every backend; in f32 whatever
+/// the activations' type, as [`layer_norm`].
+pub fn rms_norm<B: CapaBackend, const D: usize>(x: Tensor<B, D>, gamma: Tensor<B, 1>) -> Tensor<B, D> {
+    let dtype = x.dtype();
+    let x = in_dtype(x, DType::F32);
+    let inverse_rms = x.clone().powi_scalar(2).mean_dim(D - 1).add_scalar(LAYER_NORM_EPSILON).sqrt().recip();
+    in_dtype(x * inverse_rms * in_dtype(gamma, DType::F32).unsqueeze::<D>(), dtype)
 }
 
 /// The epsilon of every layer norm in the network (burn's default).
