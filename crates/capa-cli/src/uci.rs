@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_data::centipawns;
-use capa_mcts::{CachedEvaluator, Limits, MoveInfo, PLAY_PARALLEL_SIMS, Proof, Rng, SearchParams, SearchResult, Tree};
+use capa_mcts::{
+    CachedEvaluator, KldStop, Limits, MoveInfo, PLAY_PARALLEL_SIMS, Proof, Rng, SearchParams, SearchResult, StopReason,
+    Tree,
+};
 use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame, Precision};
 
 use crate::args::DeviceArgs;
@@ -37,6 +40,9 @@ const CHUNK_TIME: Duration = Duration::from_millis(50);
 const INFO_EVERY: Duration = Duration::from_millis(1000);
 /// Evaluations the cache keeps by default (a few hundred bytes each).
 const DEFAULT_CACHE: usize = 200_000;
+/// Analysis mode's table is compacted to what the root reaches beyond this
+/// many nodes (about 200 bytes each with their edges: 200 MB).
+const DEFAULT_ANALYSIS_NODES: usize = 1_000_000;
 
 /// The network behind its evaluation cache.
 type Evaluator<G> = CachedEvaluator<NetEvaluator<G>>;
@@ -55,9 +61,15 @@ const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 /// per network batch, 8), NNCacheSize (evaluations kept so that a
 /// position seen again costs no network call, 200000; 0 turns the cache
 /// off), MoveOverhead (ms kept back from each move's
-/// time), Backend, Device and Precision (the network reloads on the next `isready`
-/// or `go`). Limits: `go nodes`, `movetime`, `wtime/btime/winc/binc
-/// [movestogo]`, `infinite`; `depth` and `mate` search 800 playouts.
+/// time), MinimumKLDGainPerNode and KLDGainAverageInterval (Lc0's KLD-gain
+/// stop: a search with a limit ends once the root's visit distribution
+/// changes by less than this many nats per visit over the interval; 0, the
+/// default, turns it off), UCI_AnalyseMode (set by GUIs when they analyse:
+/// the search pools transpositions in one table that persists across
+/// positions until it holds AnalysisNodeLimit nodes), Backend, Device and
+/// Precision (the network reloads on the next `isready` or `go`). Limits:
+/// `go nodes`, `movetime`, `wtime/btime/winc/binc [movestogo]`, `infinite`;
+/// `depth` and `mate` search 800 playouts.
 /// Lines the engine cannot use are answered with `info string`.
 #[derive(clap::Args, Debug)]
 pub struct EngineArgs {
@@ -101,6 +113,10 @@ struct Options {
     minibatch: u16,
     cache: usize,
     move_overhead: Duration,
+    kld_min_gain: f64,
+    kld_interval: u32,
+    analyse_mode: bool,
+    analysis_nodes: usize,
     backend: BackendKind,
     device: usize,
     precision: Precision,
@@ -155,6 +171,10 @@ impl<G: NetGame> Engine<G> {
                 minibatch: PLAY_PARALLEL_SIMS,
                 cache: DEFAULT_CACHE,
                 move_overhead: Duration::from_millis(30),
+                kld_min_gain: 0.0,
+                kld_interval: KldStop::default().interval,
+                analyse_mode: false,
+                analysis_nodes: DEFAULT_ANALYSIS_NODES,
                 backend: args.device.backend,
                 device: args.device.device,
                 precision: args.device.precision,
@@ -262,6 +282,10 @@ impl<G: NetGame> Engine<G> {
             format!("option name MinibatchSize type spin default {} min 1 max 8192", o.minibatch),
             format!("option name NNCacheSize type spin default {} min 0 max 100000000", o.cache),
             format!("option name MoveOverhead type spin default {} min 0 max 10000", o.move_overhead.as_millis()),
+            format!("option name MinimumKLDGainPerNode type string default {}", o.kld_min_gain),
+            format!("option name KLDGainAverageInterval type spin default {} min 1 max 10000000", o.kld_interval),
+            format!("option name UCI_AnalyseMode type check default {}", o.analyse_mode),
+            format!("option name AnalysisNodeLimit type spin default {} min 1000 max 100000000", o.analysis_nodes),
             format!("option name Backend type combo default {} var cpu var wgpu var cuda", o.backend),
             format!("option name Device type spin default {} min 0 max 255", o.device),
             format!("option name Precision type combo default {} var f32 var f16 var bf16", o.precision),
@@ -342,6 +366,26 @@ impl<G: NetGame> Engine<G> {
                 self.evaluator = None;
             }
             "moveoverhead" => o.move_overhead = Duration::from_millis(integer("MoveOverhead", 0..=10_000)? as u64),
+            "minimumkldgainpernode" => {
+                let gain = number("MinimumKLDGainPerNode")?;
+                if gain < 0.0 {
+                    bail!("MinimumKLDGainPerNode cannot be negative (0 turns the stop off)");
+                }
+                o.kld_min_gain = f64::from(gain);
+                self.tree = None;
+            }
+            "kldgainaverageinterval" => {
+                o.kld_interval = integer("KLDGainAverageInterval", 1..=10_000_000)? as u32;
+                self.tree = None;
+            }
+            "uci_analysemode" => {
+                o.analyse_mode = check("UCI_AnalyseMode")?;
+                self.tree = None;
+            }
+            "analysisnodelimit" => {
+                o.analysis_nodes = integer("AnalysisNodeLimit", 1000..=100_000_000)?;
+                self.tree = None;
+            }
             "backend" => o.backend = value.parse().map_err(|e| anyhow::anyhow!("Backend: {e}"))?,
             "device" => o.device = integer("Device", 0..=255)?,
             "precision" => o.precision = value.parse().map_err(|e| anyhow::anyhow!("Precision: {e}"))?,
@@ -362,6 +406,8 @@ impl<G: NetGame> Engine<G> {
             contempt: o.contempt,
             parallel_sims: o.minibatch,
             prove_mate_in_one: o.prove_mate_in_one,
+            kld_stop: (o.kld_min_gain > 0.0)
+                .then_some(KldStop { interval: o.kld_interval, min_gain_per_node: o.kld_min_gain }),
             ..SearchParams::default()
         }
     }
@@ -402,8 +448,13 @@ impl<G: NetGame> Engine<G> {
         let evaluator = self.evaluator()?;
         let params = self.params();
         let reused = self.tree.take().and_then(|mut tree| tree.set_history(self.history.clone()).ok().map(|()| tree));
+        let kld_interval = params.kld_stop.map(|kld| kld.interval);
         let tree = match reused {
             Some(tree) => tree,
+            None if self.options.analyse_mode => {
+                Tree::analysis(self.history.clone(), params, 0, self.options.analysis_nodes)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?
+            }
             None => Tree::new(self.history.clone(), params, 0).map_err(|e| anyhow::anyhow!("{e}"))?,
         };
         self.searches += 1;
@@ -418,6 +469,7 @@ impl<G: NetGame> Engine<G> {
             show_wdl: self.options.show_wdl,
             verbose_move_stats: self.options.verbose_move_stats,
             temperature: self.options.temperature,
+            kld_interval,
             seed: self.searches,
         };
         let handle = std::thread::Builder::new()
@@ -461,6 +513,9 @@ struct Search {
     show_wdl: bool,
     verbose_move_stats: bool,
     temperature: f32,
+    /// The KLD-gain stop's interval, when it is on: a chunk of the search
+    /// runs at least this long, so that the stop gets to compare.
+    kld_interval: Option<u32>,
     seed: u64,
 }
 
@@ -472,9 +527,10 @@ impl Search {
         let mut last_info = started;
         let mut last: Option<SearchResult<G>> = None;
         loop {
+            let span = chunk.max(self.kld_interval.map_or(0, |interval| interval.saturating_add(1)));
             let want = match self.plan.playouts {
-                Some(limit) => u64::from(chunk).min(limit - playouts) as u32,
-                None => chunk,
+                Some(limit) => u64::from(span).min(limit - playouts) as u32,
+                None => span,
             };
             let result = match tree.search(evaluator, Limits::playouts(want)) {
                 Ok(result) => result,
@@ -487,8 +543,11 @@ impl Search {
             let elapsed = started.elapsed();
             let per_second = playouts as f64 / elapsed.as_secs_f64().max(1e-6);
             chunk = (per_second * CHUNK_TIME.as_secs_f64()).clamp(16.0, 1e6) as u32;
-            let stalled = result.playouts == 0 || result.stop == capa_mcts::StopReason::Proven;
+            let stalled = result.playouts == 0 || result.stop == StopReason::Proven;
+            // A settled search ends, except where only `stop` may end it.
+            let settled = result.stop == StopReason::KldGain && !self.plan.infinite;
             let done = stalled
+                || settled
                 || self.stop.load(Ordering::Relaxed)
                 || self.plan.playouts.is_some_and(|limit| playouts >= limit)
                 || self.plan.time.is_some_and(|time| elapsed + CHUNK_TIME / 2 >= time);

@@ -52,6 +52,35 @@ fn capa_uci_plays_a_scripted_session() {
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 }
 
+/// The KLD-gain stop ends a long `go nodes` early; UCI_AnalyseMode pools
+/// transpositions, so a position reached by another move order starts with
+/// the visits of the first search.
+#[test]
+fn capa_uci_stops_on_kld_gain_and_analyses_with_transpositions() {
+    let net = network(GameKind::Chess, "a");
+    let mut engine = UciEngine::start(&engine_command(&net)).unwrap();
+    for option in ["MinimumKLDGainPerNode", "KLDGainAverageInterval", "UCI_AnalyseMode", "AnalysisNodeLimit"] {
+        assert!(engine.option(option).is_some(), "{option} is declared");
+    }
+    let nodes = |out: &capa_uci::SearchOutput| out.lines[0].nodes.unwrap();
+    engine.set_option("MinimumKLDGainPerNode", "0.001").unwrap();
+    engine.set_option("KLDGainAverageInterval", "50").unwrap();
+    engine.new_game().unwrap();
+    let out = engine.go("startpos", Go::Nodes(50_000)).unwrap();
+    assert!(nodes(&out) < 5_000, "settled long before 50000 nodes: {:?}", out.lines);
+    engine.set_option("MinimumKLDGainPerNode", "0").unwrap();
+
+    let first = "startpos moves g1f3 g8f6 b1c3";
+    let transposed = "startpos moves b1c3 g8f6 g1f3";
+    for (analyse, pooled) in [(false, false), (true, true)] {
+        engine.set_option("UCI_AnalyseMode", &analyse.to_string()).unwrap();
+        engine.new_game().unwrap();
+        engine.go(first, Go::Nodes(400)).unwrap();
+        let out = engine.go(transposed, Go::Nodes(50)).unwrap();
+        assert_eq!(nodes(&out) > 400, pooled, "UCI_AnalyseMode {analyse}: {:?}", out.lines);
+    }
+}
+
 /// `capa uci` on raw pipes, for what a well-behaved client never sends.
 struct Session {
     child: Child,

@@ -266,6 +266,12 @@ pub struct SelfPlaySection {
     /// Evaluations the network's cache keeps (`capa_mcts::CachedEvaluator`):
     /// a position seen again in the iteration costs no network call; 0 off.
     pub cache: usize,
+    /// Lc0's KLD-gain stop: a search ends once its root visit distribution
+    /// changes by less than this (nats per new visit) over `kld_interval`
+    /// visits; 0 turns it off.
+    pub kld_min_gain_per_node: f64,
+    /// Visits between two KLD-gain checks.
+    pub kld_interval: u32,
 }
 
 impl Default for SelfPlaySection {
@@ -291,6 +297,8 @@ impl Default for SelfPlaySection {
             contempt: 0.0,
             prove_mate_in_one: true,
             cache: 200_000,
+            kld_min_gain_per_node: 0.0,
+            kld_interval: 100,
         }
     }
 }
@@ -699,7 +707,7 @@ impl RunConfig {
         let fail = |key: &str, message: String| Err((key.to_string(), message));
         let s = &self.selfplay;
         let unit = |v: f32| (0.0..=1.0).contains(&v);
-        let checks: [(&str, bool, String); 18] = [
+        let checks: [(&str, bool, String); 20] = [
             ("game.ply_cap", (1..=10_000).contains(&self.game.ply_cap), "must be 1 to 10000".into()),
             ("game.ply_cap_win_margin", self.game.ply_cap_win_margin <= 100, "must be 0 to 100".into()),
             ("selfplay.games", s.games >= 1, "must be at least 1".into()),
@@ -713,6 +721,12 @@ impl RunConfig {
             ("selfplay.parallel_sims", (1..=8192).contains(&s.parallel_sims), "must be 1 to 8192".into()),
             ("selfplay.groups", (1..=64).contains(&s.groups), "must be 1 to 64".into()),
             ("selfplay.cpuct", s.cpuct > 0.0 && s.cpuct <= 100.0, "must be in (0, 100]".into()),
+            (
+                "selfplay.kld_min_gain_per_node",
+                s.kld_min_gain_per_node.is_finite() && s.kld_min_gain_per_node >= 0.0,
+                "must be a number >= 0 (0: off)".into(),
+            ),
+            ("selfplay.kld_interval", s.kld_interval >= 1, "must be at least 1".into()),
             (
                 "selfplay.dirichlet_alpha",
                 s.dirichlet_alpha > 0.0 && s.dirichlet_alpha <= 10.0,

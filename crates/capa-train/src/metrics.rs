@@ -33,6 +33,9 @@ pub(crate) struct Metrics {
     resign_wrong: u64,
     selfplay_plies_per_second: f64,
     selfplay_playouts_per_second: f64,
+    mean_playouts_per_search: f64,
+    /// Share of searches the KLD-gain stop ended early.
+    kld_stopped_share: f64,
     passes_per_position: f64,
     train: TrainReport,
     seconds_selfplay: f64,
@@ -74,6 +77,8 @@ impl Metrics {
             resign_wrong: stats.resign_wrong,
             selfplay_plies_per_second: per_second(stats.plies),
             selfplay_playouts_per_second: per_second(stats.playouts),
+            mean_playouts_per_search: stats.playouts as f64 / stats.searches.max(1) as f64,
+            kld_stopped_share: stats.kld_stopped as f64 / stats.searches.max(1) as f64,
             passes_per_position: passes_per_position(config, new_positions),
             train: train.clone(),
             seconds_selfplay: selfplay,

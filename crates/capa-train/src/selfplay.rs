@@ -7,8 +7,8 @@ use std::time::Instant;
 use anyhow::{Result, anyhow, bail};
 use capa_data::{Ending, GameRecord, PlyRecord, Resignation, SearchValues};
 use capa_mcts::{
-    DirichletNoise, EvalError, Evaluations, Evaluator, LeafRequest, Limits, PlayoutCap, Rng, SearchParams,
-    SearchResult, Temperature, Tree, mix, search_many,
+    DirichletNoise, EvalError, Evaluations, Evaluator, KldStop, LeafRequest, Limits, PlayoutCap, Rng, SearchParams,
+    SearchResult, StopReason, Temperature, Tree, mix, search_many,
 };
 use capa_rules::{Color, Game, GameResult, History, Termination};
 
@@ -50,6 +50,10 @@ impl SelfPlaySettings {
             noise,
             contempt: section.contempt,
             prove_mate_in_one: section.prove_mate_in_one,
+            kld_stop: (section.kld_min_gain_per_node > 0.0).then_some(KldStop {
+                interval: section.kld_interval,
+                min_gain_per_node: section.kld_min_gain_per_node,
+            }),
             ..SearchParams::default()
         };
         let full = Limits::visits(section.simulations);
@@ -88,8 +92,12 @@ pub struct SelfPlayStats {
     pub plies: u64,
     /// Moves searched fully (training positions).
     pub full_plies: u64,
+    /// Searches run (moves searched).
+    pub searches: u64,
     /// Playouts in all searches.
     pub playouts: u64,
+    /// Searches the KLD-gain stop ended before their limit.
+    pub kld_stopped: u64,
     /// Games that ended by resignation.
     pub resigned: u64,
     /// Games played out that would have been resigned.
@@ -195,7 +203,9 @@ where
         }
         let mut step = || -> Result<()> {
             let Some(slot) = slots[i].as_mut() else { return Ok(()) };
+            stats.searches += 1;
             stats.playouts += u64::from(result.playouts);
+            stats.kld_stopped += u64::from(result.stop == StopReason::KldGain);
             let mut ended = match advance(tree, slot, &result, settings)? {
                 Some(ended) => Some(ended),
                 None => engine_moves(tree, slot, curriculum.as_deref_mut(), settings.ply_cap_win_margin)?,
@@ -373,6 +383,35 @@ mod tests {
     use capa_rules::capablanca::Capablanca;
 
     use super::*;
+
+    /// With the KLD-gain stop on, full searches of 4,000 visits end early
+    /// once the root's visit distribution settles; off, none does.
+    #[test]
+    fn the_kld_stop_fires_in_self_play_on_a_settled_tree() {
+        let game = GameSection { name: capa_net::GameKind::Chess, ply_cap: 6, ply_cap_win_margin: 0 };
+        let section = SelfPlaySection {
+            games: 2,
+            simulations: 4_000,
+            parallel_sims: 8,
+            groups: 1,
+            kld_min_gain_per_node: 1e-4,
+            ..SelfPlaySection::default()
+        };
+        let run = |section: &SelfPlaySection| {
+            let settings = SelfPlaySettings::new(section, &game);
+            let stop = AtomicBool::new(false);
+            let evaluator = capa_mcts::RandomEvaluator;
+            play::<capa_rules::chess::Chess, _>(&evaluator, &settings, 2, 1, "net", &stop, None, |_, _| Ok(())).unwrap()
+        };
+        let with = run(&section);
+        assert_eq!(with.searches, 12, "{with:?}");
+        assert!(with.kld_stopped >= 10, "{with:?}");
+        assert!(with.playouts < with.searches * 2_000, "{with:?}");
+        let without = run(&SelfPlaySection { kld_min_gain_per_node: 0.0, ..section });
+        assert_eq!(without.kld_stopped, 0);
+        // Tree reuse makes a search's playouts its limit less the visits it inherits.
+        assert!(without.playouts > 4 * with.playouts, "{without:?} against {with:?}");
+    }
 
     #[test]
     fn the_ply_cap_adjudicates_by_material_margin() {
