@@ -476,8 +476,15 @@ pub enum TargetKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DistillSection {
-    /// The folder `capa distill gen` wrote.
+    /// The positions to learn from: the folder `capa distill gen` wrote,
+    /// or a run directory (its `games/`) when `teacher_net` is set.
     pub data: PathBuf,
+    /// A network whose outputs on the positions of `data` are the targets
+    /// (policy over the legal moves, WDL, moves left) in place of the
+    /// records' own: distils one network into the `[net]` architecture,
+    /// bigger or smaller. The future-move target stays the record's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teacher_net: Option<PathBuf>,
     /// `soft` or `hard`.
     pub targets: TargetKind,
     /// The soft targets' temperature, in pawns.
@@ -509,6 +516,7 @@ impl Default for DistillSection {
     fn default() -> DistillSection {
         DistillSection {
             data: PathBuf::new(),
+            teacher_net: None,
             targets: TargetKind::Soft,
             temperature: 1.0,
             holdout: 0.05,
@@ -789,7 +797,8 @@ impl RunConfig {
             (
                 "distill.data",
                 !self.distills() || !self.distill.data.as_os_str().is_empty(),
-                "must name the folder `capa distill gen` wrote when run.mode = \"distill\" or distill.epochs > 0",
+                "must name the folder `capa distill gen` wrote (or, with distill.teacher_net, a run directory) when \
+                 run.mode = \"distill\" or distill.epochs > 0",
             ),
             (
                 "distill.temperature",

@@ -7,6 +7,11 @@
 //! (its Elo against an engine, or its score against the previous epoch's
 //! network). Checkpoints, resume and metrics are the self-play loop's.
 //!
+//! With `distill.teacher_net` the teacher is a network: its policy, WDL
+//! and moves left on each batch's positions are the targets, so a trained
+//! network passes what it knows to another architecture; the positions
+//! come from teacher games or from a run directory's own games.
+//!
 //! The split is by game and fixed by the file names, so a resumed run
 //! holds out the same games.
 
@@ -15,19 +20,22 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use burn::prelude::*;
+use burn::tensor::activation::softmax;
 use capa_data::{GameRecord, PolicyTarget, TEACHER_EXTENSION, TeacherGame};
-use capa_net::{CapaAutodiffBackend, NetGame};
+use capa_net::{CapaAutodiffBackend, CapaBackend, MOVES_LEFT_SCALE, Net, NetGame, burn, load_net};
 use serde::Serialize;
 
 use crate::Finish;
-use crate::buffer::{ReplayBuffer, Sampling, ValueTarget};
+use crate::buffer::{HostBatch, ReplayBuffer, Sampling, ValueTarget};
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::evaluate::{Evaluation, evaluate_if_due};
+use crate::games::{file_name, list_games, read_game};
 use crate::metrics::METRICS;
 use crate::progress::progress;
 use crate::rundir::RunDir;
-use crate::steps::{MeanLosses, TrainReport, mean_losses, train};
+use crate::steps::{MEASURE_BATCH, MeanLosses, TrainReport, mean_losses_of, train};
 
 /// The teacher's games, split.
 pub(crate) struct TeacherData<G: NetGame> {
@@ -67,17 +75,33 @@ pub(crate) fn load<G: NetGame>(
     Ok(data)
 }
 
-/// Reads every teacher game in `folder`, in file-name order, and hands it to
-/// `keep` as a training record with whether it is held out.
+/// Reads every game in `folder`, and hands it to `keep` as a training
+/// record with whether it is held out: the teacher games of `capa distill
+/// gen` in file-name order, or, when `folder` is a run directory (it has
+/// `games/`), the run's own games, oldest first.
 ///
 /// # Errors
-/// A missing or empty folder, a damaged file (named), a game of another kind.
+/// A missing or empty folder, a damaged teacher file (named), a game of
+/// another kind.
 pub(crate) fn read_teacher<G: NetGame>(
     folder: &Path,
     target: PolicyTarget,
     holdout: f32,
     mut keep: impl FnMut(GameRecord<G>, bool),
 ) -> Result<()> {
+    if folder.join("games").is_dir() {
+        let run = RunDir::open(folder).context("distill.data")?;
+        let files = list_games(&run)?;
+        if files.is_empty() {
+            bail!("distill.data: the run directory {} holds no games", folder.display());
+        }
+        for file in files {
+            if let Some(record) = read_game::<G>(&run, &file.key)? {
+                keep(record, held_out(file_name(&file.key), holdout));
+            }
+        }
+        return Ok(());
+    }
     let entries = std::fs::read_dir(folder)
         .with_context(|| format!("distill.data: cannot read {} (run `capa distill gen` first)", folder.display()))?;
     let mut names = Vec::new();
@@ -89,7 +113,11 @@ pub(crate) fn read_teacher<G: NetGame>(
     }
     names.sort();
     if names.is_empty() {
-        bail!("distill.data: {} holds no .{TEACHER_EXTENSION} files (run `capa distill gen` first)", folder.display());
+        bail!(
+            "distill.data: {} holds no .{TEACHER_EXTENSION} files and is no run directory (run `capa distill gen` \
+             first)",
+            folder.display()
+        );
     }
     for path in names {
         let game = TeacherGame::<G>::read(&path).context("distill.data")?;
@@ -99,6 +127,71 @@ pub(crate) fn read_teacher<G: NetGame>(
     Ok(())
 }
 
+/// `distill.teacher_net`: a network whose outputs are the targets.
+struct TeacherNet<B: CapaBackend> {
+    net: Net<B>,
+    device: B::Device,
+}
+
+impl<B: CapaBackend> TeacherNet<B> {
+    /// The run's teacher network, if it names one.
+    ///
+    /// # Errors
+    /// A file that does not load, or a network of another game.
+    fn load(config: &RunConfig, device: &B::Device) -> Result<Option<TeacherNet<B>>> {
+        let Some(path) = &config.distill.teacher_net else { return Ok(None) };
+        let net = load_net::<B>(path, device)
+            .with_context(|| format!("distill.teacher_net: cannot load {}", path.display()))?;
+        if net.config().game != config.game.name {
+            bail!(
+                "distill.teacher_net: {} plays {}, this run {}",
+                path.display(),
+                net.config().game.name(),
+                config.game.name.name()
+            );
+        }
+        tracing::info!(
+            "teacher network {}: {} parameters; the student: {}",
+            path.display(),
+            net.config().parameter_count(),
+            config.net_config()?.parameter_count()
+        );
+        Ok(Some(TeacherNet { net, device: device.clone() }))
+    }
+
+    /// Replaces the policy, WDL and moves-left targets of `batch` by the
+    /// teacher's outputs on its positions (the policy as a softmax over the
+    /// legal moves), and its best moves by the teacher's first choices.
+    fn relabel<G: NetGame>(&self, mut batch: HostBatch) -> HostBatch {
+        let (rows, width) = (batch.size, G::policy_size());
+        let shape = [rows, G::PLANES, G::RANKS, G::FILES];
+        let planes = Tensor::<B, 4>::from_data(TensorData::new(batch.planes.clone(), shape), &self.device);
+        let out = self.net.forward(planes, false);
+        let host = |t: Tensor<B, 2>| t.into_data().convert::<f32>().into_vec::<f32>().expect("f32 data");
+        let logits = host(out.policy);
+        batch.wdl = host(softmax(out.wdl, 1));
+        batch.moves_left = host(out.moves_left).into_iter().map(|m| m * MOVES_LEFT_SCALE).collect();
+        batch.best = Vec::with_capacity(rows);
+        for ((logits, legal), policy) in
+            logits.chunks(width).zip(batch.legal.chunks(width)).zip(batch.policy.chunks_mut(width))
+        {
+            let (mut best, mut max) = (0, f32::NEG_INFINITY);
+            for (i, &logit) in logits.iter().enumerate() {
+                if legal[i] && logit > max {
+                    (best, max) = (i, logit);
+                }
+            }
+            let mut total = 0.0;
+            for (i, target) in policy.iter_mut().enumerate() {
+                *target = if legal[i] { (logits[i] - max).exp() } else { 0.0 };
+                total += *target;
+            }
+            policy.iter_mut().for_each(|target| *target /= total);
+            batch.best.push(best as u32);
+        }
+        batch
+    }
+}
 /// One line of metrics.jsonl in a distillation run.
 #[derive(Clone, Debug, Serialize)]
 struct EpochMetrics {
@@ -134,28 +227,39 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         ValueTarget { q_weight: config.distill.value_q_weight, ..config.train.value_target() },
     )?;
     tracing::info!(
-        "teacher data in {}: {} positions of {} games to train on, {} positions of {} games held out",
+        "positions in {}: {} of {} games to train on, {} of {} games held out",
         config.distill.data.display(),
         data.train.positions(),
         data.train.games(),
         data.held_out.positions(),
         data.held_out.games()
     );
+    let teacher = TeacherNet::<B::InnerBackend>::load(config, device)?;
+    let label = |batch: HostBatch| match &teacher {
+        Some(teacher) => teacher.relabel::<G>(batch),
+        None => batch,
+    };
+    let bar = progress(1, "labelling the held-out positions");
+    let held_out_positions = data.held_out.positions();
+    let held_out_batches: Vec<HostBatch> = (0..held_out_positions)
+        .step_by(MEASURE_BATCH)
+        .map(|start| label(data.held_out.encode_range(start..(start + MEASURE_BATCH).min(held_out_positions))))
+        .collect();
+    bar.finish_and_clear();
     let (mut trainer, mut network) = (resumed.trainer, resumed.network);
     let steps = data.train.positions().div_ceil(config.train.batch) as u64;
     for iteration in resumed.first_iteration..=last {
         let started = Instant::now();
-        let batches = |rng: &mut _| data.train.sample(config.train.batch, rng);
+        let batches = |rng: &mut _| data.train.sample(config.train.batch, rng).map(label);
         let Some(report) = train::<B, G>(config, &mut trainer, batches, steps, iteration, device, stop)? else {
             return Ok(Finish::Interrupted);
         };
         let seconds_train = started.elapsed().as_secs_f64();
         let measured = Instant::now();
         let bar = progress(1, &format!("epoch {iteration} held-out"));
-        let held_out = mean_losses::<B::InnerBackend, G>(
+        let held_out = mean_losses_of::<B::InnerBackend, G>(
             &trainer.inference_net(),
-            &data.held_out,
-            0..data.held_out.positions(),
+            held_out_batches.iter().cloned(),
             &config.optimizer.loss_weights,
             device,
         );

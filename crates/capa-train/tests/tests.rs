@@ -72,6 +72,11 @@ fn tiny(dir: &Path) -> PathBuf {
     path
 }
 
+/// The network `LATEST` names.
+fn read_latest(run: &Path) -> String {
+    std::fs::read_to_string(run.join("LATEST")).unwrap().trim().to_string()
+}
+
 /// The iterations in metrics.jsonl, in order.
 fn metric_iterations(run: &Path) -> Vec<u64> {
     std::fs::read_to_string(run.join("metrics.jsonl"))
@@ -649,6 +654,44 @@ fn distillation_trains_on_teacher_games_and_resumes() {
     // The teacher's training games seeded the replay buffer.
     let (teacher, own) = (lines[0]["train_positions"].as_u64().unwrap(), lines[1]["new_positions"].as_u64().unwrap());
     assert_eq!(lines[1]["buffer_positions"].as_u64(), Some(teacher + own), "{metrics}");
+
+    // A network as the teacher, on a run's own games: a run's network
+    // distilled into a smaller architecture without a transformer.
+    let played = dir.join("played");
+    train(&config, &played, &["run.iterations=1", "selfplay.games=8", "train.steps=1"]);
+    let teacher = played.join("nets").join(format!("{}.safetensors", read_latest(&played)));
+    let student = dir.join("student");
+    let teacher_set = format!("distill.teacher_net={}", teacher.display());
+    let played_set = format!("distill.data={}", played.display());
+    let from_net = ["run.mode=distill", &played_set, &teacher_set, "distill.holdout=0.3"];
+    let smaller = ["net.channels=8", "net.transformer_blocks=0", "net.groups=2"];
+    let output = train(&config, &student, &[&from_net[..], &smaller[..]].concat());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("teacher network") && stderr.contains("epoch 2:"), "{stderr}");
+    let metrics = std::fs::read_to_string(student.join("metrics.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{metrics}");
+    for line in &lines {
+        assert!(line["held_out"]["positions"].as_u64().unwrap() > 0, "{line}");
+        assert!((0.0..=1.0).contains(&line["held_out"]["top1_agreement"].as_f64().unwrap()), "{line}");
+    }
+    let net = student.join("nets").join(format!("{}.safetensors", read_latest(&student)));
+    let architecture = capa_net::read_net_config(&net).unwrap();
+    assert_eq!((architecture.channels, architecture.transformer_blocks), (8, 0));
+    let chess_teacher = dir.join("chess.safetensors");
+    let chess = capa_net::NetConfig { channels: 8, groups: 2, ..capa_net::NetConfig::small(capa_net::GameKind::Chess) };
+    capa_net::save_net(
+        &capa_net::Net::<capa_net::burn::backend::Flex>::new(&chess, &Default::default()),
+        &chess_teacher,
+    )
+    .unwrap();
+    let other_game = format!("distill.teacher_net={}", chess_teacher.display());
+    let stderr = train_expecting_failure(
+        &config,
+        &dir.join("refused"),
+        &["run.mode=distill", &played_set, &other_game, "distill.holdout=0.3"],
+    );
+    assert!(stderr.contains("distill.teacher_net") && stderr.contains("plays chess"), "{stderr}");
 
     // A damaged file stops the run with its name.
     std::fs::write(data.join("000003.teacher"), b"not a game").unwrap();
