@@ -103,6 +103,27 @@ pub enum BenchCommand {
         /// The policy head: `dense` (the presets') or `conv` (see configs/README.md).
         #[arg(long, value_parser = parse_policy_head)]
         policy_head: Option<capa_net::PolicyHeadKind>,
+        /// The transformer's feed-forward: `mish` (the presets') or `swiglu`.
+        #[arg(long, value_parser = parse_ffn)]
+        ffn: Option<capa_net::FfnKind>,
+        /// The transformer's norm: `layer` (the presets') or `rms`.
+        #[arg(long, value_parser = parse_norm)]
+        norm: Option<capa_net::NormKind>,
+        /// QK-norm in the transformer's attention.
+        #[arg(long)]
+        qk_norm: bool,
+        /// No bias on the query, key and value projections.
+        #[arg(long)]
+        no_qkv_bias: bool,
+        /// A learned position embedding added before the transformer.
+        #[arg(long)]
+        position_embedding: bool,
+        /// Channels of the value head's convolution, instead of 32.
+        #[arg(long)]
+        value_channels: Option<usize>,
+        /// Hidden width of the value head, instead of 128.
+        #[arg(long)]
+        value_hidden: Option<usize>,
         /// The game, which sets the input planes, board and policy width.
         #[arg(long, value_enum, default_value = "capablanca")]
         variant: Variant,
@@ -147,6 +168,13 @@ impl BenchCommand {
                 blocks,
                 transformer_blocks,
                 policy_head,
+                ffn,
+                norm,
+                qk_norm,
+                no_qkv_bias,
+                position_embedding,
+                value_channels,
+                value_hidden,
                 variant,
                 device,
                 batch,
@@ -160,6 +188,13 @@ impl BenchCommand {
                 config.blocks = blocks.unwrap_or(config.blocks);
                 config.transformer_blocks = transformer_blocks.unwrap_or(config.transformer_blocks);
                 config.policy_head = policy_head.unwrap_or(config.policy_head);
+                config.ffn = ffn.unwrap_or(config.ffn);
+                config.norm = norm.unwrap_or(config.norm);
+                config.qk_norm |= qk_norm;
+                config.qkv_bias &= !no_qkv_bias;
+                config.position_embedding |= position_embedding;
+                config.value_channels = value_channels.unwrap_or(config.value_channels);
+                config.value_hidden = value_hidden.unwrap_or(config.value_hidden);
                 config.validate()?;
                 println!("device {}", device.spec().describe());
                 let args = NetBench { config, batch: batch as usize, seconds, precision: device.precision };
@@ -539,6 +574,22 @@ fn v6(data: &[PathBuf], positions: u64, shuffle_buffer: usize) -> Result<()> {
 }
 
 /// `dense` or `conv`.
+fn parse_ffn(text: &str) -> Result<capa_net::FfnKind, String> {
+    match text {
+        "mish" => Ok(capa_net::FfnKind::Mish),
+        "swiglu" => Ok(capa_net::FfnKind::Swiglu),
+        other => Err(format!("`{other}` is no feed-forward: use mish or swiglu")),
+    }
+}
+
+fn parse_norm(text: &str) -> Result<capa_net::NormKind, String> {
+    match text {
+        "layer" => Ok(capa_net::NormKind::Layer),
+        "rms" => Ok(capa_net::NormKind::Rms),
+        other => Err(format!("`{other}` is no norm: use layer or rms")),
+    }
+}
+
 fn parse_policy_head(text: &str) -> Result<capa_net::PolicyHeadKind, String> {
     match text {
         "dense" => Ok(capa_net::PolicyHeadKind::Dense),

@@ -278,12 +278,14 @@ fn bad_configs_are_refused_before_any_work() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// One iteration with every architecture option on (self-play, training, a
-/// checkpoint), then a resume that turns one off is refused.
+/// One iteration of `configs/tiny.toml` with every architecture option on
+/// (self-play, training, a checkpoint; fewer games, playouts and steps),
+/// then a resume that turns one off is refused.
 #[test]
 fn every_architecture_option_runs_and_a_change_is_refused_on_resume() {
     let dir = scratch("arch");
-    let (config, run) = (tiny(&dir), dir.join("run"));
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
+    let run = dir.join("run");
     let every_option = [
         "net.ffn=swiglu",
         "net.norm=rms",
@@ -294,8 +296,8 @@ fn every_architecture_option_runs_and_a_change_is_refused_on_resume() {
         "net.value_hidden=160",
         "net.future_head=false",
     ];
-    let first: Vec<&str> =
-        ["run.iterations=1", "train.steps=1", "selfplay.games=2"].into_iter().chain(every_option).collect();
+    let smaller = ["run.iterations=1", "selfplay.games=2", "selfplay.simulations=8", "game.ply_cap=40"];
+    let first: Vec<&str> = smaller.into_iter().chain(["train.steps=2", "train.batch=32"]).chain(every_option).collect();
     train(&config, &run, &first);
     assert_eq!(metric_iterations(&run), [1]);
     let mut changed = every_option.to_vec();
