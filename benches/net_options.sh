@@ -2,7 +2,7 @@
 # The cost of each network option (configs/README.md, "Network architecture")
 # against the default at the same size, on the CPU backend: `capa bench net`
 # with the option on, interleaved with the default so that both meet the same
-# background load, $RUNS rounds, the median of each figure. Prints a table:
+# background load, $RUNS rounds (5 unless set), the median of each figure. Prints a table:
 # positions per second at batch 1 / 32 / 256 inference and at 256 training,
 # and each figure as a ratio to the default's.
 #
@@ -12,7 +12,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source benches/lib.sh
 
-RUNS=${RUNS:-3}
 NET=${NET:---channels 48 --blocks 4 --transformer-blocks 1 --policy-head conv}
 SECONDS_PER_CASE=${SECONDS_PER_CASE:-1}
 capa=target/release/capa

@@ -447,7 +447,10 @@ impl BackendTask for Step {
 fn step<G: NetGame>(config: NetConfig, precision: Precision) -> Step {
     let dir = std::env::temp_dir().join(format!("capa-wgpu-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let weights = dir.join(format!("{}-{:?}-{:?}.safetensors", config.game.name(), config.policy_head, config.ffn));
+    // One file per test: the tests run in parallel, and each file is a
+    // fresh draw that both backends must read.
+    let name = format!("{}-{:?}-{:?}-{precision}", config.game.name(), config.policy_head, config.ffn);
+    let weights = dir.join(format!("{name}.safetensors"));
     save_net(&Net::<burn::backend::Flex>::new(&config, &burn::backend::flex::FlexDevice), &weights).unwrap();
     let train = TrainConfig {
         learning_rate: 1e-3,
