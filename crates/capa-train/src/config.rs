@@ -660,42 +660,28 @@ impl RunConfig {
     pub fn net_config(&self) -> Result<NetConfig> {
         let n = &self.net;
         let mut net = NetConfig::preset(&n.preset, self.game.name).map_err(|e| anyhow::anyhow!("net.preset: {e}"))?;
-        let overrides = [
-            (&mut net.channels, n.channels),
-            (&mut net.blocks, n.blocks),
-            (&mut net.transformer_blocks, n.transformer_blocks),
-            (&mut net.heads, n.heads),
-            (&mut net.groups, n.groups),
-            (&mut net.se_ratio, n.se_ratio),
-            (&mut net.ffn_multiplier, n.ffn_multiplier),
-            (&mut net.value_channels, n.value_channels),
-            (&mut net.value_hidden, n.value_hidden),
-        ];
-        for (field, value) in overrides {
+        // Each key the section sets replaces the preset's value.
+        fn set<T: Copy>(field: &mut T, value: Option<T>) {
             if let Some(value) = value {
                 *field = value;
             }
         }
-        let switches = [
-            (&mut net.future_head, n.future_head),
-            (&mut net.qk_norm, n.qk_norm),
-            (&mut net.qkv_bias, n.qkv_bias),
-            (&mut net.position_embedding, n.position_embedding),
-        ];
-        for (field, value) in switches {
-            if let Some(value) = value {
-                *field = value;
-            }
-        }
-        if let Some(head) = n.policy_head {
-            net.policy_head = head;
-        }
-        if let Some(ffn) = n.ffn {
-            net.ffn = ffn;
-        }
-        if let Some(norm) = n.norm {
-            net.norm = norm;
-        }
+        set(&mut net.channels, n.channels);
+        set(&mut net.blocks, n.blocks);
+        set(&mut net.transformer_blocks, n.transformer_blocks);
+        set(&mut net.heads, n.heads);
+        set(&mut net.groups, n.groups);
+        set(&mut net.se_ratio, n.se_ratio);
+        set(&mut net.ffn_multiplier, n.ffn_multiplier);
+        set(&mut net.future_head, n.future_head);
+        set(&mut net.policy_head, n.policy_head);
+        set(&mut net.ffn, n.ffn);
+        set(&mut net.norm, n.norm);
+        set(&mut net.qk_norm, n.qk_norm);
+        set(&mut net.qkv_bias, n.qkv_bias);
+        set(&mut net.position_embedding, n.position_embedding);
+        set(&mut net.value_channels, n.value_channels);
+        set(&mut net.value_hidden, n.value_hidden);
         net.validate().map_err(|e| anyhow::anyhow!("[net]: {e}"))?;
         Ok(net)
     }
