@@ -8,6 +8,7 @@ mod bench;
 mod diagnostics;
 mod distill;
 mod elo;
+mod gui;
 mod help_markdown;
 mod ladder;
 mod lc0;
@@ -42,6 +43,7 @@ enum Command {
     Elo(elo::EloCommand),
     Ladder(ladder::LadderCommand),
     Play(play::PlayArgs),
+    Gui(gui::GuiArgs),
     PolicyHealth(diagnostics::PolicyHealthCommand),
     BufferStats(diagnostics::BufferStatsCommand),
     OverfitCheck(diagnostics::OverfitCheckCommand),
@@ -82,6 +84,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Elo(command) => command.run(),
         Command::Ladder(command) => command.run(),
         Command::Play(args) => play::run(&args),
+        Command::Gui(args) => gui::run(&args),
         Command::PolicyHealth(command) => command.run(),
         Command::BufferStats(command) => command.run(),
         Command::OverfitCheck(command) => command.run(),

@@ -659,12 +659,10 @@ fn move_stats<G: Game>(result: &SearchResult<G>) -> Vec<String> {
 
 /// A move's score in UCI terms: mate when proven, centipawns from Q otherwise.
 fn score<G: Game>(m: &MoveInfo<G>) -> String {
-    match m.proof {
-        // `plies` counts from the position after the move.
-        Proof::Win { plies } => format!("mate {}", (u32::from(plies) + 2) / 2),
-        Proof::Loss { plies } => format!("mate -{}", u32::from(plies).div_ceil(2)),
-        Proof::Draw => "cp 0".to_string(),
-        Proof::Unknown => format!("cp {}", centipawns(m.q).round() as i64),
+    match (m.proof.mate_in(), m.proof) {
+        (Some(moves), _) => format!("mate {moves}"),
+        (None, Proof::Draw) => "cp 0".to_string(),
+        (None, _) => format!("cp {}", centipawns(m.q).round() as i64),
     }
 }
 

@@ -39,6 +39,18 @@ pub enum Proof {
 }
 
 impl Proof {
+    /// Moves to mate as UCI's `score mate` counts them from the root,
+    /// counting this move: positive when the side to move mates, negative
+    /// when it is mated; `None` unless a win or a loss is proven.
+    pub fn mate_in(self) -> Option<i32> {
+        match self {
+            // `plies` counts from the position after the move.
+            Proof::Win { plies } => Some((i32::from(plies) + 2) / 2),
+            Proof::Loss { plies } => Some(-(i32::from(plies) + 1) / 2),
+            Proof::Draw | Proof::Unknown => None,
+        }
+    }
+
     fn of(node: &Node) -> Proof {
         if !node.is_proven() {
             return Proof::Unknown;

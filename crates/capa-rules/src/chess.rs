@@ -350,6 +350,16 @@ impl Game for Chess {
         Ok(m)
     }
 
+    /// shakmaty's reader, which also takes a needless disambiguation, then
+    /// the loose match of every game.
+    fn read_san(&self, text: &str) -> Result<ChessMove, MoveError> {
+        let strict = text.trim().trim_end_matches(['!', '?']).replace("0-0", "O-O");
+        match strict.parse::<shakmaty::san::SanPlus>() {
+            Ok(san) if let Ok(m) = self.parse_san(&san.san) => Ok(m),
+            _ => crate::game::read_san_by_matching(self, text),
+        }
+    }
+
     fn san(&self, m: ChessMove) -> String {
         shakmaty::san::SanPlus::from_move(self.pos.clone(), m.0).to_string()
     }

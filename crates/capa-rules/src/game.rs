@@ -294,6 +294,16 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// promotions, `O-O`/`O-O-O`, and `+` or `#`.
     fn san(&self, m: Self::Move) -> String;
 
+    /// The legal move that SAN text `text` names here, as people and
+    /// other programs write it: check, mate and annotation marks, `x` and
+    /// `=` are optional, castling may be written with zeros.
+    ///
+    /// # Errors
+    /// [`MoveError::Illegal`] when no legal move matches.
+    fn read_san(&self, text: &str) -> Result<Self::Move, MoveError> {
+        read_san_by_matching(self, text)
+    }
+
     /// The policy map of this game (shared by every position).
     fn policy_map() -> &'static PolicyMap;
 
@@ -308,4 +318,27 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// # Panics
     /// If `m` is not a legal move of this position (no move of one lacks an index).
     fn policy_index(&self, m: Self::Move) -> usize;
+}
+
+/// The legal move whose SAN reads as `text` once what writers differ on is
+/// left out (see [`Game::read_san`]).
+pub(crate) fn read_san_by_matching<G: Game>(position: &G, text: &str) -> Result<G::Move, MoveError> {
+    let wanted = san_key(text);
+    let mut moves = MoveList::new();
+    position.legal_moves(&mut moves);
+    moves
+        .iter()
+        .copied()
+        .find(|&m| san_key(&position.san(m)) == wanted)
+        .ok_or_else(|| MoveError::Illegal { uci: text.to_string(), fen: position.fen() })
+}
+
+/// SAN without what writers differ on: marks, `x`, `=`, zeros for castling.
+fn san_key(text: &str) -> String {
+    let text = text.trim().trim_end_matches("e.p.");
+    let castling = text.starts_with("0-0");
+    text.chars()
+        .filter(|c| !matches!(c, '+' | '#' | '!' | '?' | 'x' | '=' | ':'))
+        .map(|c| if castling && c == '0' { 'O' } else { c })
+        .collect()
 }

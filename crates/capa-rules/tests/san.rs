@@ -63,3 +63,35 @@ fn every_legal_move_has_its_own_san() {
     distinct::<Capablanca>(11);
     distinct::<Chess>(12);
 }
+
+fn read_back<G: Game>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    let mut moves = MoveList::new();
+    for _ in 0..6 {
+        let game = random_game(G::startpos(), 120, &mut rng);
+        for position in game.positions() {
+            position.legal_moves(&mut moves);
+            for &m in moves.iter() {
+                let san = position.san(m);
+                assert_eq!(position.read_san(&san), Ok(m), "{} {san}", position.fen());
+                // As other writers put it: no capture mark or check sign, an annotation.
+                let loose = format!("{}!?", san.replace(['x', '+', '#'], ""));
+                assert_eq!(position.read_san(&loose), Ok(m), "{} {loose}", position.fen());
+            }
+        }
+    }
+}
+
+#[test]
+fn san_reads_back_as_the_same_move() {
+    read_back::<Capablanca>(13);
+    read_back::<Chess>(14);
+    let start = Capablanca::startpos();
+    assert_eq!(start.read_san("Ci3").map(|m| m.to_string()), Ok("h1i3".to_string()));
+    let castle = Capablanca::from_fen("r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1").unwrap();
+    assert_eq!(castle.read_san("0-0").map(|m| m.to_string()), Ok("f1i1".to_string()));
+    assert!(start.read_san("Ce5").is_err());
+    assert!(start.read_san("").is_err());
+    assert!(Chess::startpos().read_san("Nf6").is_err());
+    assert!(Chess::startpos().read_san("%%").is_err());
+}

@@ -1,0 +1,229 @@
+//! The network and the search behind the board: live analysis, streamed
+//! as snapshots of the root, and the network's move in a game.
+//!
+//! Analysis runs Lc0-style analysis mode (`Tree::analysis`: transpositions
+//! share one node) on a thread of its own, in chunks of about 50 ms; after
+//! each, it hands a snapshot to whoever listens, and it stops as soon as
+//! nobody does (the page closed, the connection dropped).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use capa_mcts::{CachedEvaluator, Limits, MoveInfo, SearchParams, SearchResult, StopReason, Tree};
+use capa_net::{DeviceSpec, GameKind, NetEvaluator, NetGame};
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::{Game, History};
+use serde::Serialize;
+
+use crate::position::sans;
+
+/// Evaluations the network's cache keeps.
+const CACHE: usize = 200_000;
+/// The analysis table is compacted to what the root reaches beyond this many nodes.
+const ANALYSIS_NODES: usize = 1_000_000;
+/// Time between snapshots.
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
+/// The length a chunk of search aims at.
+const CHUNK_TIME: Duration = Duration::from_millis(50);
+
+/// The network behind its evaluation cache.
+pub type Evaluator<G> = CachedEvaluator<NetEvaluator<G>>;
+
+/// The network, for the game it plays.
+#[derive(Clone)]
+pub enum Network {
+    /// A network of Capablanca chess.
+    Capablanca(Arc<Evaluator<Capablanca>>),
+    /// A network of chess.
+    Chess(Arc<Evaluator<Chess>>),
+}
+
+impl Network {
+    /// Loads the network file `path` onto `device`.
+    ///
+    /// # Errors
+    /// A file that is not a network, or a device that cannot run it.
+    pub fn load(path: &Path, device: DeviceSpec) -> Result<Network> {
+        let what = || format!("cannot load the network {}", path.display());
+        let game = capa_net::read_net_config(path).with_context(what)?.game;
+        Ok(match game {
+            GameKind::Capablanca => Network::Capablanca(Arc::new(CachedEvaluator::new(
+                NetEvaluator::from_file(path, device).with_context(what)?,
+                CACHE,
+            ))),
+            GameKind::Chess => Network::Chess(Arc::new(CachedEvaluator::new(
+                NetEvaluator::from_file(path, device).with_context(what)?,
+                CACHE,
+            ))),
+        })
+    }
+
+    /// The game the network plays.
+    pub fn game(&self) -> GameKind {
+        match self {
+            Network::Capablanca(_) => GameKind::Capablanca,
+            Network::Chess(_) => GameKind::Chess,
+        }
+    }
+}
+
+/// How to analyse.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// PUCT's exploration constant.
+    pub cpuct: f32,
+    /// Draw aversion, -1 to 1.
+    pub contempt: f32,
+    /// Principal variations sent.
+    pub multipv: usize,
+    /// Playouts after which the analysis ends by itself.
+    pub playouts: u64,
+}
+
+/// One root move as the page shows it, for the side to move.
+#[derive(Clone, Debug, Serialize)]
+pub struct RootMove {
+    /// UCI.
+    pub uci: String,
+    /// SAN.
+    pub san: String,
+    /// Visits.
+    pub n: u32,
+    /// The network's prior.
+    pub p: f32,
+    /// Mean value, win minus loss, -1 to 1.
+    pub q: f32,
+    /// Draw probability.
+    pub d: f32,
+    /// Expected plies left.
+    pub m: f32,
+    /// Moves to a proven mate (positive: the side to move mates).
+    pub mate: Option<i32>,
+    /// The move is proven a draw.
+    pub proven_draw: bool,
+    /// Its principal variation, in SAN, the move first; empty beyond MultiPV.
+    pub pv: Vec<String>,
+    /// The same in UCI.
+    pub pv_uci: Vec<String>,
+}
+
+/// The search's state at one moment.
+#[derive(Clone, Debug, Serialize)]
+pub struct Snapshot {
+    /// Playouts so far.
+    pub playouts: u64,
+    /// Visits of the root (with those transpositions brought).
+    pub visits: u32,
+    /// Milliseconds searched.
+    pub ms: u64,
+    /// Playouts per second.
+    pub nps: f64,
+    /// The root's mean value for the side to move.
+    pub q: f32,
+    /// The root's draw probability.
+    pub d: f32,
+    /// The root's expected plies left.
+    pub m: f32,
+    /// Every legal root move, best first.
+    pub moves: Vec<RootMove>,
+    /// The search has ended (proven, its playouts spent); no more snapshots follow.
+    pub done: bool,
+}
+
+impl Snapshot {
+    fn build<G: Game>(
+        root: &G,
+        result: &SearchResult<G>,
+        multipv: usize,
+        playouts: u64,
+        elapsed: Duration,
+    ) -> Snapshot {
+        let moves = result
+            .moves
+            .iter()
+            .enumerate()
+            .map(|(rank, m): (usize, &MoveInfo<G>)| {
+                let pv = if rank < multipv { m.pv.clone() } else { Vec::new() };
+                RootMove {
+                    uci: m.mv.to_string(),
+                    san: root.san(m.mv),
+                    n: m.visits,
+                    p: m.prior,
+                    q: m.q,
+                    d: m.d,
+                    m: m.m,
+                    mate: m.proof.mate_in(),
+                    proven_draw: m.proof == capa_mcts::Proof::Draw,
+                    pv: sans(root, &pv),
+                    pv_uci: pv.iter().map(ToString::to_string).collect(),
+                }
+            })
+            .collect();
+        Snapshot {
+            playouts,
+            visits: result.visits,
+            ms: elapsed.as_millis() as u64,
+            nps: playouts as f64 / elapsed.as_secs_f64().max(1e-6),
+            q: result.q,
+            d: result.d,
+            m: result.m,
+            moves,
+            done: false,
+        }
+    }
+}
+
+fn params(settings: &Settings) -> SearchParams {
+    SearchParams { cpuct: settings.cpuct, contempt: settings.contempt, ..SearchParams::default() }
+}
+
+/// Analyses the position at the end of `history` until `send` refuses a
+/// snapshot (nobody listens), the root is proven or the playouts are spent.
+///
+/// # Errors
+/// The search's failure (the network's).
+pub fn analyse<G: NetGame>(
+    history: History<G>,
+    settings: Settings,
+    evaluator: &Evaluator<G>,
+    mut send: impl FnMut(Snapshot) -> bool,
+) -> Result<()> {
+    let root = history.current().clone();
+    let mut tree = Tree::analysis(history, params(&settings), 0, ANALYSIS_NODES).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let started = Instant::now();
+    let mut last_sent = started;
+    let mut chunk = 32u32;
+    let mut playouts = 0u64;
+    loop {
+        let want = u64::from(chunk).min(settings.playouts - playouts) as u32;
+        let result = tree.search(evaluator, Limits::playouts(want)).map_err(|e| anyhow::anyhow!("{e}"))?;
+        playouts += u64::from(result.playouts);
+        let elapsed = started.elapsed();
+        chunk =
+            ((playouts as f64 / elapsed.as_secs_f64().max(1e-6)) * CHUNK_TIME.as_secs_f64()).clamp(16.0, 1e6) as u32;
+        let done = result.playouts == 0 || result.stop == StopReason::Proven || playouts >= settings.playouts;
+        if done || last_sent.elapsed() >= SNAPSHOT_EVERY || playouts == u64::from(result.playouts) {
+            let mut snapshot = Snapshot::build(&root, &result, settings.multipv, playouts, elapsed);
+            snapshot.done = done;
+            if !send(snapshot) || done {
+                return Ok(());
+            }
+            last_sent = Instant::now();
+        }
+    }
+}
+
+/// The network's move after `playouts` playouts: its UCI and SAN.
+///
+/// # Errors
+/// A finished game, or the search's failure.
+pub fn best_move<G: NetGame>(history: History<G>, playouts: u32, evaluator: &Evaluator<G>) -> Result<(String, String)> {
+    let root = history.current().clone();
+    let mut tree = Tree::new(history, SearchParams::default(), 0).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let result = tree.search(evaluator, Limits::playouts(playouts)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let best = result.best().context("the game is over: there is no move to play")?;
+    Ok((best.mv.to_string(), root.san(best.mv)))
+}

@@ -1,0 +1,195 @@
+//! Games for the explorer: PGN files (plain or gzipped, chess or
+//! Capablanca by their `Variant` tag) and a run's game records. A game
+//! that cannot be replayed is skipped with a warning naming its file, its
+//! number and the move; a file never stops the rest.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use capa_data::GameRecord;
+use capa_lc0::{PgnReader, SourceGame};
+use capa_net::GameKind;
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::{Color, Game};
+use capa_train::RunDir;
+
+/// Who played a game, how it ended and where it came from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GameMeta {
+    /// The white player.
+    pub white: String,
+    /// The black player.
+    pub black: String,
+    /// `Some(Some(winner))`, `Some(None)` for a draw, `None` when unknown.
+    pub result: Option<Option<Color>>,
+    /// The file (and the game's number in it) or the run's key.
+    pub source: String,
+}
+
+/// Where the games read go: one call per game that replays.
+pub trait GameSink {
+    /// A game of Capablanca chess.
+    fn capablanca(&mut self, start: &Capablanca, moves: &[<Capablanca as Game>::Move], meta: GameMeta);
+    /// A game of chess.
+    fn chess(&mut self, start: &Chess, moves: &[<Chess as Game>::Move], meta: GameMeta);
+}
+
+/// What reading some sources gave.
+#[derive(Clone, Debug, Default)]
+pub struct ReadReport {
+    /// Games handed to the sink.
+    pub games: u64,
+    /// Games skipped, each with its reason.
+    pub skipped: Vec<String>,
+}
+
+impl ReadReport {
+    fn skip(&mut self, why: String) {
+        tracing::warn!("skipped {why}");
+        self.skipped.push(why);
+    }
+}
+
+/// Reads every game of the PGN file `path` (`.pgn` or `.pgn.gz`) into `sink`.
+///
+/// # Errors
+/// Only when the file cannot be opened or read; a game that does not
+/// replay is skipped and reported.
+pub fn read_pgn_file(path: &Path, sink: &mut impl GameSink, report: &mut ReadReport) -> Result<()> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let input: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::read::MultiGzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    let mut reader = PgnReader::new(BufReader::new(input));
+    read_pgn(&mut reader, &path.display().to_string(), sink, report)
+}
+
+/// Reads the games of PGN text (pasted on the page, or a file's bytes).
+fn read_pgn<R: BufRead>(
+    reader: &mut PgnReader<R>,
+    name: &str,
+    sink: &mut impl GameSink,
+    report: &mut ReadReport,
+) -> Result<()> {
+    while let Some(game) = reader.next_game().with_context(|| format!("cannot read {name}"))? {
+        let source = format!("{name} game {}", game.number);
+        let meta = GameMeta {
+            white: game.tag("White").unwrap_or("?").to_string(),
+            black: game.tag("Black").unwrap_or("?").to_string(),
+            result: game.winner(),
+            source: source.clone(),
+        };
+        let replayed = match pgn_game_kind(&game) {
+            Ok(GameKind::Capablanca) => {
+                replay::<Capablanca>(&game).map(|(start, moves)| sink.capablanca(&start, &moves, meta))
+            }
+            Ok(GameKind::Chess) => replay::<Chess>(&game).map(|(start, moves)| sink.chess(&start, &moves, meta)),
+            Err(e) => Err(e),
+        };
+        match replayed {
+            Ok(()) => report.games += 1,
+            Err(why) => report.skip(format!("{source} (line {}): {why}", game.line)),
+        }
+    }
+    Ok(())
+}
+
+/// The game a PGN game is of, from its `Variant` tag (none: chess).
+pub fn pgn_game_kind(game: &SourceGame) -> Result<GameKind, String> {
+    match game.tag("Variant").map(str::to_ascii_lowercase).as_deref() {
+        None | Some("standard" | "chess" | "normal") => Ok(GameKind::Chess),
+        Some("capablanca") => Ok(GameKind::Capablanca),
+        Some(other) => Err(format!("variant '{other}' is not a game capa plays")),
+    }
+}
+
+/// The start position and the mainline moves of a PGN game, each checked.
+pub fn replay<G: Game>(game: &SourceGame) -> Result<(G, Vec<G::Move>), String> {
+    if let Some((line, problem)) = &game.syntax_error {
+        return Err(format!("line {line}: {problem}"));
+    }
+    let start = match game.tag("FEN") {
+        Some(fen) => G::from_fen(fen).map_err(|e| e.to_string())?,
+        None => G::startpos(),
+    };
+    let mut position = start.clone();
+    let mut moves = Vec::with_capacity(game.moves.len());
+    for (ply, token) in game.moves.iter().enumerate() {
+        let m = position.read_san(&token.san).map_err(|_| {
+            format!("move {} '{}' (line {}) is not legal in {}", ply / 2 + 1, token.san, token.line, position.fen())
+        })?;
+        position.play(m);
+        moves.push(m);
+    }
+    Ok((start, moves))
+}
+
+/// The first game of PGN text, for the board.
+///
+/// # Errors
+/// Text without a game, or a first game that does not replay.
+pub fn first_pgn_game(text: &str) -> Result<(GameKind, SourceGame), String> {
+    let mut reader = PgnReader::new(text.as_bytes());
+    let game = match reader.next_game() {
+        Ok(Some(game)) => game,
+        Ok(None) => return Err("the text holds no PGN game".to_string()),
+        Err(e) => return Err(format!("cannot read the PGN: {e}")),
+    };
+    if game.moves.is_empty() && game.tags.is_empty() {
+        return Err("the text holds no PGN game".to_string());
+    }
+    let kind = pgn_game_kind(&game)?;
+    Ok((kind, game))
+}
+
+/// Reads the game records of the run `run` (its `games/` folder) into `sink`.
+///
+/// # Errors
+/// The failure to list the folder; a record that cannot be read is skipped.
+pub fn read_run_games(run: &RunDir, game: GameKind, sink: &mut impl GameSink, report: &mut ReadReport) -> Result<()> {
+    let mut entries = run.list("games")?;
+    entries.retain(|e| e.key.ends_with(".capa"));
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
+    for entry in entries {
+        let Some(bytes) = run.read(&entry.key)? else { continue };
+        let read = match game {
+            GameKind::Capablanca => GameRecord::<Capablanca>::from_bytes(&bytes)
+                .map(|record| sink.capablanca(&record.start, &record.moves, record_meta(&record, &entry.key))),
+            GameKind::Chess => GameRecord::<Chess>::from_bytes(&bytes)
+                .map(|record| sink.chess(&record.start, &record.moves, record_meta(&record, &entry.key))),
+        };
+        match read {
+            Ok(()) => report.games += 1,
+            Err(e) => report.skip(format!("{} in {}: {e}", entry.key, run.location())),
+        }
+    }
+    Ok(())
+}
+
+/// A self-play record's players (its network, twice) and result.
+pub fn record_meta<G: Game>(record: &GameRecord<G>, key: &str) -> GameMeta {
+    GameMeta {
+        white: record.network.clone(),
+        black: record.network.clone(),
+        result: Some(record.winner),
+        source: key.to_string(),
+    }
+}
+
+/// The game a run plays, from the `config.toml` it keeps.
+///
+/// # Errors
+/// A run without a readable config.
+pub fn run_game(run: &RunDir) -> Result<GameKind> {
+    let text = run
+        .read("config.toml")?
+        .with_context(|| format!("{} has no config.toml: is it a capa-train run directory?", run.location()))?;
+    let text = String::from_utf8(text).with_context(|| format!("{}/config.toml is not UTF-8", run.location()))?;
+    let config = capa_train::RunConfig::parse(&text, &[])
+        .with_context(|| format!("cannot read {}/config.toml", run.location()))?;
+    Ok(config.net_config()?.game)
+}

@@ -1,0 +1,467 @@
+//! The opening explorer's index: every position of every game, by hash,
+//! with the move played from it, the game and its result, sorted so that
+//! one position's entries lie together. It is built once and kept on disk;
+//! a lookup reads one run of entries, found through a small table of
+//! fences held in memory, so it costs about the same on a million games as
+//! on a hundred.
+//!
+//! The file: a header, the entries (16 bytes each: hash, game, move,
+//! result), the fences (the hash of every `STRIDE`-th entry), the games'
+//! offsets, then the games (players, source, start FEN, packed moves).
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail, ensure};
+use capa_net::GameKind;
+use capa_rules::{Color, Game};
+
+use crate::archive::GameMeta;
+
+const MAGIC: &[u8; 8] = b"CAPAEXPL";
+const VERSION: u32 = 1;
+const HEADER: u64 = 64;
+const ENTRY: usize = 16;
+/// Entries per fence.
+const STRIDE: u64 = 1024;
+/// The move of a game's last position, from which no move was played.
+pub const NO_MOVE: u16 = u16::MAX;
+/// Games listed for a position.
+pub const LISTED_GAMES: usize = 50;
+
+/// One position of one game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    hash: u64,
+    mv: u16,
+    game: u32,
+    /// 1 White won, 0 a draw, -1 Black won, 2 unknown.
+    result: i8,
+}
+
+impl Entry {
+    fn to_bytes(self) -> [u8; ENTRY] {
+        let mut b = [0; ENTRY];
+        b[..8].copy_from_slice(&self.hash.to_le_bytes());
+        b[8..12].copy_from_slice(&self.game.to_le_bytes());
+        b[12..14].copy_from_slice(&self.mv.to_le_bytes());
+        b[14] = self.result as u8;
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> Entry {
+        let word = |range: std::ops::Range<usize>| {
+            let mut bytes = [0; 8];
+            bytes[..range.len()].copy_from_slice(&b[range]);
+            u64::from_le_bytes(bytes)
+        };
+        Entry { hash: word(0..8), game: word(8..12) as u32, mv: word(12..14) as u16, result: b[14] as i8 }
+    }
+}
+
+fn result_code(result: Option<Option<Color>>) -> i8 {
+    match result {
+        Some(Some(Color::White)) => 1,
+        Some(None) => 0,
+        Some(Some(Color::Black)) => -1,
+        None => 2,
+    }
+}
+
+fn result_from_code(code: i8) -> Option<Option<Color>> {
+    match code {
+        1 => Some(Some(Color::White)),
+        0 => Some(None),
+        -1 => Some(Some(Color::Black)),
+        _ => None,
+    }
+}
+
+/// Collects one game's positions after another, then writes the index.
+pub struct IndexBuilder<G: Game> {
+    entries: Vec<Entry>,
+    offsets: Vec<u64>,
+    games: Vec<u8>,
+    _game: std::marker::PhantomData<G>,
+}
+
+impl<G: Game> Default for IndexBuilder<G> {
+    fn default() -> Self {
+        IndexBuilder { entries: Vec::new(), offsets: vec![0], games: Vec::new(), _game: std::marker::PhantomData }
+    }
+}
+
+impl<G: Game> IndexBuilder<G> {
+    /// Games added so far.
+    pub fn games(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Adds a game: `moves` are legal from `start`.
+    pub fn add(&mut self, start: &G, moves: &[G::Move], meta: &GameMeta) {
+        let Ok(game) = u32::try_from(self.games()) else { return };
+        let result = result_code(meta.result);
+        let mut position = start.clone();
+        for &m in moves {
+            self.entries.push(Entry { hash: position.hash(), mv: G::pack_move(m), game, result });
+            position.play(m);
+        }
+        self.entries.push(Entry { hash: position.hash(), mv: NO_MOVE, game, result });
+        let fen = if start.fen() == G::startpos().fen() { String::new() } else { start.fen() };
+        self.games.push(result as u8);
+        for text in [&meta.white, &meta.black, &meta.source, &fen] {
+            let bytes = &text.as_bytes()[..text.len().min(u16::MAX as usize)];
+            self.games.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+            self.games.extend_from_slice(bytes);
+        }
+        self.games.extend_from_slice(&(moves.len() as u32).to_le_bytes());
+        for &m in moves {
+            self.games.extend_from_slice(&G::pack_move(m).to_le_bytes());
+        }
+        self.offsets.push(self.games.len() as u64);
+    }
+
+    /// Sorts the entries and writes the index to `path` (through a
+    /// temporary file, so a reader never sees part of one).
+    ///
+    /// # Errors
+    /// The failure to write.
+    pub fn write(mut self, path: &Path, game: GameKind, fingerprint: u64) -> Result<()> {
+        self.entries.sort_unstable();
+        let partial = path.with_extension("partial");
+        let write = || -> std::io::Result<()> {
+            let mut out = BufWriter::with_capacity(1 << 20, File::create(&partial)?);
+            let fences: Vec<u64> = self.entries.iter().step_by(STRIDE as usize).map(|e| e.hash).collect();
+            let mut header = Vec::with_capacity(HEADER as usize);
+            header.extend_from_slice(MAGIC);
+            header.extend_from_slice(&VERSION.to_le_bytes());
+            header.push(game as u8);
+            header.extend_from_slice(&[0; 3]);
+            for word in [self.games() as u64, self.entries.len() as u64, fences.len() as u64, fingerprint] {
+                header.extend_from_slice(&word.to_le_bytes());
+            }
+            header.resize(HEADER as usize, 0);
+            out.write_all(&header)?;
+            for entry in &self.entries {
+                out.write_all(&entry.to_bytes())?;
+            }
+            for fence in &fences {
+                out.write_all(&fence.to_le_bytes())?;
+            }
+            for offset in &self.offsets {
+                out.write_all(&offset.to_le_bytes())?;
+            }
+            out.write_all(&self.games)?;
+            out.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()
+        };
+        write().with_context(|| format!("cannot write the explorer index {}", partial.display()))?;
+        capa_data::rename_durably(&partial, path)
+            .with_context(|| format!("cannot move the explorer index into place at {}", path.display()))
+    }
+}
+
+/// One move from a position, with how its games ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MoveCounts {
+    /// The move, packed (`Game::pack_move`); [`NO_MOVE`]: games that ended here.
+    pub mv: u16,
+    /// Games that played it.
+    pub games: u64,
+    /// Of those, won by White.
+    pub white: u64,
+    /// Drawn.
+    pub draws: u64,
+    /// Won by Black.
+    pub black: u64,
+}
+
+/// What the index knows of one position.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lookup {
+    /// Each move played from it, most played first.
+    pub moves: Vec<MoveCounts>,
+    /// The first games (in the order they were indexed) through it.
+    pub games: Vec<u32>,
+    /// Occurrences in all (a game that passes twice counts twice).
+    pub total: u64,
+}
+
+/// A game as the index keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredGame {
+    /// Players, result, source.
+    pub meta: GameMeta,
+    /// The start position's FEN; empty for the game's own.
+    pub fen: String,
+    /// The moves, packed.
+    pub moves: Vec<u16>,
+}
+
+/// An index on disk, open for lookups.
+pub struct Explorer {
+    file: Mutex<File>,
+    path: PathBuf,
+    /// The game it indexes.
+    pub game: GameKind,
+    entries: u64,
+    fences: Vec<u64>,
+    offsets: Vec<u64>,
+    games_at: u64,
+}
+
+impl Explorer {
+    /// Opens the index at `path`, checking that it is whole.
+    ///
+    /// # Errors
+    /// A file that is not an index of this version or is cut short.
+    pub fn open(path: &Path, fingerprint: u64) -> Result<Explorer> {
+        let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let length = file.metadata()?.len();
+        let mut header = [0u8; HEADER as usize];
+        file.read_exact(&mut header).with_context(|| format!("{} is too short for an index", path.display()))?;
+        ensure!(&header[..8] == MAGIC, "{} is not an explorer index", path.display());
+        let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+        ensure!(version == VERSION, "{} is an index of version {version}, not {VERSION}", path.display());
+        let game = match header[12] {
+            0 => GameKind::Capablanca,
+            1 => GameKind::Chess,
+            other => bail!("{} names game {other}", path.display()),
+        };
+        let (games, entries, fence_count, stored_fingerprint) = (word(16), word(24), word(32), word(40));
+        ensure!(stored_fingerprint == fingerprint, "{} indexes other games", path.display());
+        ensure!(fence_count == entries.div_ceil(STRIDE), "{} has a wrong fence count", path.display());
+        let fences_at = HEADER + entries * ENTRY as u64;
+        let offsets_at = fences_at + fence_count * 8;
+        let games_at = offsets_at + (games + 1) * 8;
+        ensure!(games_at <= length, "{} is cut short", path.display());
+        file.seek(SeekFrom::Start(fences_at))?;
+        let fences = read_words(&mut file, fence_count)?;
+        let offsets = read_words(&mut file, games + 1)?;
+        ensure!(
+            offsets.windows(2).all(|w| w[0] <= w[1]) && games_at + offsets[games as usize] == length,
+            "{} is damaged (its games do not fill it)",
+            path.display()
+        );
+        Ok(Explorer { file: Mutex::new(file), path: path.to_path_buf(), game, entries, fences, offsets, games_at })
+    }
+
+    /// Games in the index.
+    pub fn games(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Entries (positions of games) in the index.
+    pub fn positions(&self) -> u64 {
+        self.entries
+    }
+
+    /// The moves played from the position of hash `hash`, and its games.
+    ///
+    /// # Errors
+    /// The failure to read the file.
+    pub fn lookup(&self, hash: u64) -> Result<Lookup> {
+        let first_block = self.fences.partition_point(|&f| f < hash).saturating_sub(1) as u64;
+        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut at = first_block * STRIDE;
+        let mut lookup = Lookup::default();
+        let mut games = std::collections::BinaryHeap::with_capacity(LISTED_GAMES + 1);
+        let mut buffer = vec![0u8; STRIDE as usize * ENTRY];
+        'blocks: while at < self.entries {
+            let count = STRIDE.min(self.entries - at);
+            let bytes = &mut buffer[..count as usize * ENTRY];
+            file.seek(SeekFrom::Start(HEADER + at * ENTRY as u64))?;
+            file.read_exact(bytes).with_context(|| format!("cannot read {}", self.path.display()))?;
+            for chunk in bytes.chunks_exact(ENTRY) {
+                let entry = Entry::from_bytes(chunk);
+                if entry.hash < hash {
+                    continue;
+                }
+                if entry.hash > hash {
+                    break 'blocks;
+                }
+                lookup.total += 1;
+                if lookup.moves.last().is_none_or(|m| m.mv != entry.mv) {
+                    lookup.moves.push(MoveCounts { mv: entry.mv, ..MoveCounts::default() });
+                }
+                let counts = lookup.moves.last_mut().expect("pushed above");
+                counts.games += 1;
+                match entry.result {
+                    1 => counts.white += 1,
+                    0 => counts.draws += 1,
+                    -1 => counts.black += 1,
+                    _ => {}
+                }
+                // Keep the first games: a max-heap of the smallest numbers.
+                games.push(entry.game);
+                if games.len() > LISTED_GAMES {
+                    games.pop();
+                }
+            }
+            at += count;
+        }
+        lookup.moves.sort_by(|a, b| b.games.cmp(&a.games).then(a.mv.cmp(&b.mv)));
+        lookup.games = games.into_sorted_vec();
+        lookup.games.dedup();
+        Ok(lookup)
+    }
+
+    /// Game number `id`.
+    ///
+    /// # Errors
+    /// No such game, or the failure to read it.
+    pub fn game(&self, id: u32) -> Result<StoredGame> {
+        let id = id as usize;
+        ensure!(id < self.games(), "there is no game {id}: the index holds {}", self.games());
+        let (start, end) = (self.offsets[id], self.offsets[id + 1]);
+        let mut bytes = vec![0u8; (end - start) as usize];
+        {
+            let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            file.seek(SeekFrom::Start(self.games_at + start))?;
+            file.read_exact(&mut bytes).with_context(|| format!("cannot read {}", self.path.display()))?;
+        }
+        parse_game(&bytes).with_context(|| format!("game {id} of {} is damaged", self.path.display()))
+    }
+}
+
+fn read_words(file: &mut File, count: u64) -> Result<Vec<u64>> {
+    let mut bytes = vec![0u8; count as usize * 8];
+    file.read_exact(&mut bytes)?;
+    Ok(bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+}
+
+fn parse_game(bytes: &[u8]) -> Result<StoredGame> {
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Result<&[u8]> {
+        let slice = bytes.get(at..at + n).context("the record ends early")?;
+        at += n;
+        Ok(slice)
+    };
+    let result = result_from_code(take(1)?[0] as i8);
+    let mut texts = Vec::with_capacity(4);
+    for _ in 0..4 {
+        let length = u16::from_le_bytes(take(2)?.try_into().expect("2 bytes")) as usize;
+        texts.push(String::from_utf8_lossy(take(length)?).into_owned());
+    }
+    let count = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+    let moves = take(count * 2)?.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    let fen = texts.pop().unwrap_or_default();
+    let source = texts.pop().unwrap_or_default();
+    let black = texts.pop().unwrap_or_default();
+    let white = texts.pop().unwrap_or_default();
+    Ok(StoredGame { meta: GameMeta { white, black, result, source }, fen, moves })
+}
+
+/// Both games' builders: a [`GameSink`] for the readers.
+#[derive(Default)]
+struct Builders {
+    capablanca: IndexBuilder<capa_rules::capablanca::Capablanca>,
+    chess: IndexBuilder<capa_rules::chess::Chess>,
+}
+
+impl crate::archive::GameSink for Builders {
+    fn capablanca(
+        &mut self,
+        start: &capa_rules::capablanca::Capablanca,
+        moves: &[<capa_rules::capablanca::Capablanca as Game>::Move],
+        meta: GameMeta,
+    ) {
+        self.capablanca.add(start, moves, &meta);
+    }
+
+    fn chess(
+        &mut self,
+        start: &capa_rules::chess::Chess,
+        moves: &[<capa_rules::chess::Chess as Game>::Move],
+        meta: GameMeta,
+    ) {
+        self.chess.add(start, moves, &meta);
+    }
+}
+
+/// What the explorer reads: PGN files and a run's games.
+pub struct Sources<'a> {
+    /// PGN files, `.pgn` or `.pgn.gz`.
+    pub pgn: &'a [PathBuf],
+    /// A run and the game it plays.
+    pub run: Option<(&'a capa_train::RunDir, GameKind)>,
+}
+
+impl Sources<'_> {
+    /// A hash of what the sources hold now (names, sizes, times), so an
+    /// index is rebuilt when they change.
+    fn fingerprint(&self) -> Result<u64> {
+        let mut text = format!("capa explorer {VERSION}\n");
+        for path in self.pgn {
+            let meta = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            text.push_str(&format!("{} {} {modified:?}\n", absolute.display(), meta.len()));
+        }
+        if let Some((run, _)) = self.run {
+            text.push_str(run.location());
+            let mut entries = run.list("games")?;
+            entries.sort_by(|a, b| a.key.cmp(&b.key));
+            for entry in entries {
+                let modified = entry.modified.duration_since(std::time::UNIX_EPOCH).ok();
+                text.push_str(&format!("{} {modified:?}\n", entry.key));
+            }
+        }
+        Ok(capa_rules::fnv1a(text.as_bytes()))
+    }
+}
+
+/// The indexes of `sources`, one per game they hold, opened from
+/// `index_dir` when they are current there and built (then kept) otherwise.
+///
+/// # Errors
+/// A source that cannot be read or an index that cannot be written.
+pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer>> {
+    if sources.pgn.is_empty() && sources.run.is_none() {
+        return Ok(Vec::new());
+    }
+    let fingerprint = sources.fingerprint()?;
+    let path =
+        |game: GameKind| index_dir.join(format!("{fingerprint:016x}-{}.explorer", crate::position::game_name(game)));
+    let kinds = [GameKind::Capablanca, GameKind::Chess];
+    let marker = index_dir.join(format!("{fingerprint:016x}.built"));
+    if marker.exists() {
+        let opened: Result<Vec<Explorer>> =
+            kinds.iter().filter(|&&k| path(k).exists()).map(|&k| Explorer::open(&path(k), fingerprint)).collect();
+        match opened {
+            Ok(explorers) => return Ok(explorers),
+            Err(e) => tracing::warn!("rebuilding the explorer index: {e:#}"),
+        }
+    }
+    std::fs::create_dir_all(index_dir).with_context(|| format!("cannot create {}", index_dir.display()))?;
+    let started = std::time::Instant::now();
+    let mut builders = Builders::default();
+    let mut report = crate::archive::ReadReport::default();
+    for file in sources.pgn {
+        crate::archive::read_pgn_file(file, &mut builders, &mut report)?;
+    }
+    if let Some((run, game)) = sources.run {
+        crate::archive::read_run_games(run, game, &mut builders, &mut report)?;
+    }
+    eprintln!(
+        "explorer: read {} games ({} skipped) in {:.1} s; indexing into {}",
+        report.games,
+        report.skipped.len(),
+        started.elapsed().as_secs_f64(),
+        index_dir.display()
+    );
+    let mut explorers = Vec::new();
+    if builders.capablanca.games() > 0 {
+        builders.capablanca.write(&path(GameKind::Capablanca), GameKind::Capablanca, fingerprint)?;
+        explorers.push(Explorer::open(&path(GameKind::Capablanca), fingerprint)?);
+    }
+    if builders.chess.games() > 0 {
+        builders.chess.write(&path(GameKind::Chess), GameKind::Chess, fingerprint)?;
+        explorers.push(Explorer::open(&path(GameKind::Chess), fingerprint)?);
+    }
+    capa_data::write_atomically(&marker, b"").with_context(|| format!("cannot write {}", marker.display()))?;
+    eprintln!("explorer: indexed in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(explorers)
+}
