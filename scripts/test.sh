@@ -8,6 +8,7 @@
 #   CAPA_SKIP_ENGINE_TESTS=1 scripts/test.sh   # without engines (not for CI)
 #   CAPA_SKIP_S3_TESTS=1 scripts/test.sh       # without the S3 server (not for CI)
 #   CAPA_SKIP_WGPU_TESTS=1 scripts/test.sh     # without the wgpu backend's tests (not for CI)
+#   CAPA_SKIP_BROWSER_TESTS=1 scripts/test.sh  # without the GUI's browser test (not for CI)
 #   scripts/test.sh -- --ignored deep   # extra arguments go to the test binaries
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,16 @@ if [ ${#missing[@]} -gt 0 ] && [ "${CAPA_SKIP_ENGINE_TESTS:-}" != 1 ]; then
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y "${missing[@]}"
+fi
+
+# The GUI's test drives the page in a real browser: Debian's chromium,
+# headless, through chromedriver (chromium-driver).
+if { ! have chromium || ! have chromedriver; } && [ "${CAPA_SKIP_BROWSER_TESTS:-}" != 1 ]; then
+  echo "installing chromium and chromium-driver (Debian) for the GUI's browser test" >&2
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y chromium chromium-driver fonts-dejavu-core
 fi
 
 # The object-store test runs a trainer and a worker against an S3-compatible

@@ -136,6 +136,32 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+    /// The opening explorer (`capa gui`): generates games (random moves,
+    /// skewed towards the first ones generated so that some lines are
+    /// popular), indexes them, then times lookups of positions from the
+    /// games' first 40 plies, each with its first 50 games read, as the GUI
+    /// answers them. Prints the index's size and the lookups' median, p90,
+    /// p99 and max, and the start position's (every game passes it).
+    Explorer {
+        /// The game.
+        #[arg(long, value_enum, default_value = "capablanca")]
+        variant: Variant,
+        /// Games to generate and index.
+        #[arg(long, default_value_t = 1_000_000)]
+        games: u64,
+        /// Plies per game at most; each game's length is drawn between half of it and all of it.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(2..=2000))]
+        max_plies: u32,
+        /// Positions to look up.
+        #[arg(long, default_value_t = 1000)]
+        queries: usize,
+        /// Where the index is written (it is large: about 16 bytes per position).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The seed of the games.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 impl BenchCommand {
@@ -200,6 +226,13 @@ impl BenchCommand {
                 let args = NetBench { config, batch: batch as usize, seconds, precision: device.precision };
                 capa_net::with_backend(device.spec(), &args)??;
                 Ok(())
+            }
+            BenchCommand::Explorer { variant, games, max_plies, queries, dir, seed } => {
+                let bench = crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, seed };
+                match variant {
+                    Variant::Capablanca => crate::explorer_bench::run::<Capablanca>(&bench, variant.kind()),
+                    Variant::Chess => crate::explorer_bench::run::<Chess>(&bench, variant.kind()),
+                }
             }
         }
     }

@@ -8,6 +8,7 @@ mod bench;
 mod diagnostics;
 mod distill;
 mod elo;
+mod explorer_bench;
 mod gui;
 mod help_markdown;
 mod ladder;
@@ -16,6 +17,7 @@ mod lc0_archive;
 mod matches;
 mod net;
 mod play;
+mod plot;
 mod rules;
 mod uci;
 
@@ -44,6 +46,7 @@ enum Command {
     Ladder(ladder::LadderCommand),
     Play(play::PlayArgs),
     Gui(gui::GuiArgs),
+    Plot(plot::PlotCommand),
     PolicyHealth(diagnostics::PolicyHealthCommand),
     BufferStats(diagnostics::BufferStatsCommand),
     OverfitCheck(diagnostics::OverfitCheckCommand),
@@ -85,6 +88,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ladder(command) => command.run(),
         Command::Play(args) => play::run(&args),
         Command::Gui(args) => gui::run(&args),
+        Command::Plot(command) => command.run(),
         Command::PolicyHealth(command) => command.run(),
         Command::BufferStats(command) => command.run(),
         Command::OverfitCheck(command) => command.run(),
@@ -152,6 +156,11 @@ mod tests {
             "capa bench search --variant chess --nodes 1000 --batch 64 --threads 2 --games 4 --groups 2",
             "capa bench lc0 g.pgn --repeat 2",
             "capa bench net --size small --variant chess --batch 32 --seconds 0.5",
+            "capa bench explorer --variant chess --games 1000 --max-plies 60 --queries 10 --dir idx --seed 2",
+            "capa gui --net n.safetensors --run runs/tiny --games a.pgn b.pgn.gz --port 0 --host 0.0.0.0 \
+             --index-dir idx --backend cpu",
+            "capa gui",
+            "capa plot runs/tiny --out plots --x hours",
             "capa help-markdown",
         ] {
             if let Err(e) = parse(line) {
@@ -193,6 +202,11 @@ mod tests {
             "capa match a b --sprt 10,0",
             "capa match a b --option-a Threads",
             "capa match a b --games many",
+            "capa gui --port 70000",
+            "capa gui --host localhost~name",
+            "capa plot runs/tiny",
+            "capa plot runs/tiny --out p --x minutes",
+            "capa bench explorer --max-plies 1 --dir d",
             "capa elo --engine fairy-stockfish",
             "capa elo --net n.safetensors --ladder l.toml --engine fairy-stockfish",
             "capa elo --net n.safetensors --ladder l.toml --low 1000",

@@ -1,7 +1,8 @@
 //! capa's web GUI: a local web server and the single page it serves (an
 //! analysis board with live search, play against the network, an opening
 //! explorer over game archives, a training run's dashboard). The page's
-//! files are compiled into the binary, so it works offline.
+//! files are compiled into the binary, so it works offline. The
+//! dashboard's plots also come as PNG files ([`write_plots`], `capa plot`).
 //!
 //! [`Gui::open`] loads what the GUI was given (a network, a run, PGN
 //! files: their explorer index is built once and kept on disk);
@@ -13,6 +14,7 @@ mod analysis;
 mod archive;
 mod error;
 mod explorer;
+mod plot;
 mod position;
 mod server;
 
@@ -25,7 +27,8 @@ use anyhow::{Context, Result};
 use capa_net::DeviceSpec;
 
 pub use archive::{GameMeta, GameSink, ReadReport, read_pgn_file};
-pub use explorer::{Explorer, IndexBuilder, Lookup, MoveCounts, NO_MOVE, Sources, open_or_build};
+pub use explorer::{Explorer, IndexBuilder, LISTED_GAMES, Lookup, MoveCounts, NO_MOVE, Sources, open_or_build};
+pub use plot::{XAxis, write_plots};
 pub use server::MAX_SEARCHES;
 
 /// What the GUI is started with.

@@ -61,12 +61,13 @@ fn bad_requests_get_a_4xx_with_a_message() {
 }
 
 /// Per position (EPD, with en passant only where a capture is legal, as
-/// capa's hash counts it): each move's games and how they ended.
-type Counts = BTreeMap<String, BTreeMap<String, [u64; 3]>>;
+/// capa's hash counts it): each move's games, and of those won by White,
+/// drawn, won by Black.
+pub type Counts = BTreeMap<String, BTreeMap<String, [u64; 4]>>;
 
 /// Counts the sample PGNs' continuations with shakmaty and a tokenizer of
 /// this test's own, not capa's readers.
-fn independent_counts() -> Counts {
+pub fn independent_counts() -> Counts {
     let mut counts = Counts::new();
     for path in sample_pgns() {
         let text = std::fs::read_to_string(&path).unwrap();
@@ -107,14 +108,25 @@ fn independent_counts() -> Counts {
                 let Ok(m) = san.to_move(&position) else { panic!("{token} in {}", path.display()) };
                 let key = Epd::from_position(&position, EnPassantMode::Legal).to_string();
                 let entry = counts.entry(key).or_default().entry(san.to_string()).or_default();
+                entry[0] += 1;
                 if let Some(i) = outcome {
-                    entry[i] += 1;
+                    entry[1 + i] += 1;
                 }
                 position.play_unchecked(m);
             }
         }
     }
     counts
+}
+
+/// The EPD of the position after UCI moves `line` from the start.
+pub fn epd_after(line: &str) -> String {
+    let mut position = Chess::default();
+    for uci in line.split_whitespace() {
+        let m = uci.parse::<shakmaty::uci::UciMove>().unwrap().to_move(&position).unwrap();
+        position.play_unchecked(m);
+    }
+    Epd::from_position(&position, EnPassantMode::Legal).to_string()
 }
 
 /// The SAN tokens of movetext: comments, variations, NAGs, numbers and results left out.
@@ -138,7 +150,7 @@ fn tokens(movetext: &str) -> Vec<String> {
         .collect()
 }
 
-fn explorer_moves(answer: &Value) -> BTreeMap<String, [u64; 3]> {
+fn explorer_moves(answer: &Value) -> BTreeMap<String, [u64; 4]> {
     answer["moves"]
         .as_array()
         .unwrap()
@@ -146,7 +158,7 @@ fn explorer_moves(answer: &Value) -> BTreeMap<String, [u64; 3]> {
         .map(|m| {
             let count = |k: &str| m[k].as_u64().unwrap();
             let san = m["san"].as_str().unwrap().trim_end_matches(['+', '#']).to_string();
-            (san, [count("white"), count("draws"), count("black")])
+            (san, [count("games"), count("white"), count("draws"), count("black")])
         })
         .collect()
 }
@@ -157,12 +169,7 @@ fn explorer_counts_equal_an_independent_count() {
     let counts = independent_counts();
     let lines = ["", "e2e4", "e2e4 c7c5", "d2d4 g8f6", "e2e4 c7c5 g1f3 d7d6", "d2d4 g8f6 c2c4 e7e6"];
     for line in lines {
-        let mut position = Chess::default();
-        for uci in line.split_whitespace() {
-            let m = uci.parse::<shakmaty::uci::UciMove>().unwrap().to_move(&position).unwrap();
-            position.play_unchecked(m);
-        }
-        let key = Epd::from_position(&position, EnPassantMode::Legal).to_string();
+        let key = epd_after(line);
         let expected = counts.get(&key).cloned().unwrap_or_default();
         let answer = get(address, &format!("/api/explorer?game=chess&moves={}", line.replace(' ', "%20"))).json();
         assert_eq!(explorer_moves(&answer), expected, "after '{line}'");

@@ -1,7 +1,7 @@
 //! A minimal HTTP/1.1 client over `TcpStream`, enough for the GUI's API
 //! and for chromedriver's WebDriver endpoints.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -28,13 +28,31 @@ pub fn request(address: SocketAddr, method: &str, path: &str, body: Option<&str>
     );
     stream.write_all(head.as_bytes()).unwrap();
     stream.write_all(body.as_bytes()).unwrap();
-    let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).unwrap();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP head in {text:?}"));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap();
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    let body = if chunked { dechunk(rest) } else { rest.to_string() };
+    let mut reader = std::io::BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{head:?}"));
+    let lower = head.to_ascii_lowercase();
+    let length =
+        lower.lines().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse::<usize>().unwrap());
+    let body = match length {
+        Some(length) => {
+            let mut bytes = vec![0; length];
+            reader.read_exact(&mut bytes).unwrap();
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        None => {
+            let mut rest = String::new();
+            reader.read_to_string(&mut rest).unwrap();
+            if lower.contains("transfer-encoding: chunked") { dechunk(&rest) } else { rest }
+        }
+    };
     Response { status, body }
 }
 
