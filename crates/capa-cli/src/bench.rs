@@ -161,6 +161,11 @@ pub enum BenchCommand {
         /// The seed of the games.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Reuse the index an earlier run with the same settings left in `--dir`
+        /// (the games are generated again for the queries, not indexed): with
+        /// the page cache dropped first, the lookups read from the disk.
+        #[arg(long)]
+        reuse: bool,
     },
 }
 
@@ -227,8 +232,8 @@ impl BenchCommand {
                 capa_net::with_backend(device.spec(), &args)??;
                 Ok(())
             }
-            BenchCommand::Explorer { variant, games, max_plies, queries, dir, seed } => {
-                let bench = crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, seed };
+            BenchCommand::Explorer { variant, games, max_plies, queries, dir, seed, reuse } => {
+                let bench = crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, seed, reuse };
                 match variant {
                     Variant::Capablanca => crate::explorer_bench::run::<Capablanca>(&bench, variant.kind()),
                     Variant::Chess => crate::explorer_bench::run::<Chess>(&bench, variant.kind()),

@@ -26,6 +26,10 @@ pub struct ExplorerBench<'a> {
     pub dir: &'a Path,
     /// The seed of the games and the queries.
     pub seed: u64,
+    /// Look up in the index an earlier run with the same settings wrote,
+    /// without writing it again (after dropping the page cache, the
+    /// lookups read from the disk).
+    pub reuse: bool,
 }
 
 /// Generates, indexes and looks up; prints the figures.
@@ -34,6 +38,8 @@ pub struct ExplorerBench<'a> {
 /// The failure to write or read the index.
 pub fn run<G: Game>(bench: &ExplorerBench, kind: GameKind) -> Result<()> {
     std::fs::create_dir_all(bench.dir).with_context(|| format!("cannot create {}", bench.dir.display()))?;
+    let path = bench.dir.join(format!("bench-{}-{}-{}.explorer", bench.games, bench.max_plies, bench.seed));
+    let reuse = bench.reuse && path.exists();
     let mut rng = Rng::new(bench.seed);
     let mut builder = IndexBuilder::<G>::default();
     let mut samples: Vec<G> = Vec::new();
@@ -72,22 +78,26 @@ pub fn run<G: Game>(bench: &ExplorerBench, kind: GameKind) -> Result<()> {
             result,
             source: "generated".into(),
         };
-        builder.add(&start, &moves, &meta);
+        if !reuse {
+            builder.add(&start, &moves, &meta);
+        }
         if (number + 1) % 100_000 == 0 {
             eprintln!("generated {} games, {} plies, {:.0} s", number + 1, plies, started.elapsed().as_secs_f64());
         }
     }
     let generated = started.elapsed().as_secs_f64();
-    let path = bench.dir.join("bench.explorer");
     let started = Instant::now();
-    builder.write(&path, kind, bench.seed)?;
+    if !reuse {
+        builder.write(&path, kind, bench.seed)?;
+    }
     let written = started.elapsed().as_secs_f64();
     let explorer = Explorer::open(&path, bench.seed)?;
     let size = std::fs::metadata(&path)?.len();
     println!(
-        "{} games, {} positions, generated in {generated:.1} s, indexed in {written:.1} s, {:.0} MB on disk",
+        "{} games, {} positions, generated in {generated:.1} s, {} in {written:.1} s, {:.0} MB on disk",
         explorer.games(),
         explorer.positions(),
+        if reuse { "index reused" } else { "indexed" },
         size as f64 / 1e6
     );
     // The start position first (every game), then the samples.

@@ -156,7 +156,7 @@ mod tests {
             "capa bench search --variant chess --nodes 1000 --batch 64 --threads 2 --games 4 --groups 2",
             "capa bench lc0 g.pgn --repeat 2",
             "capa bench net --size small --variant chess --batch 32 --seconds 0.5",
-            "capa bench explorer --variant chess --games 1000 --max-plies 60 --queries 10 --dir idx --seed 2",
+            "capa bench explorer --variant chess --games 1000 --max-plies 60 --queries 10 --dir idx --seed 2 --reuse",
             "capa gui --net n.safetensors --run runs/tiny --games a.pgn b.pgn.gz --port 0 --host 0.0.0.0 \
              --index-dir idx --backend cpu",
             "capa gui",

@@ -139,14 +139,14 @@ async function playMove(uci) {
   await goTo(child);
 }
 
-function resetGame(game, fen, moves) {
+function resetGame(game, fen, moves, sans) {
   state.game = game;
   $('game-select').value = game;
   state.startFen = fen || '';
   state.root = newNode(null, null, null);
   let node = state.root;
-  for (const uci of moves || []) {
-    const child = newNode(node, uci, null);
+  for (const [i, uci] of (moves || []).entries()) {
+    const child = newNode(node, uci, sans ? sans[i] : null);
     node.children.push(child);
     node = child;
   }
@@ -622,7 +622,7 @@ async function openGame(request, ply) {
   try {
     const game = await request;
     stopAnalysis();
-    let node = resetGame(game.game, game.fen === startFenOf(game.game) ? '' : game.fen, game.moves);
+    let node = resetGame(game.game, game.fen === startFenOf(game.game) ? '' : game.fen, game.moves, game.sans);
     const line = pathTo(node);
     await fillSans(state.root);
     if (ply !== undefined && ply <= line.length) node = ply === 0 ? state.root : line[ply - 1];

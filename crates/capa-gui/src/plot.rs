@@ -50,10 +50,18 @@ pub fn flatten(value: &Value) -> Vec<(String, f64)> {
     out
 }
 
-/// One series: its points (x, y, and the interval where there is one).
+/// One point of a series, with its interval where the metric has one.
+#[derive(Clone, Copy)]
+struct Point {
+    x: f64,
+    y: f64,
+    interval: Option<(f64, f64)>,
+}
+
+/// One metric over the run.
 struct Series {
     name: String,
-    points: Vec<(f64, f64, Option<(f64, f64)>)>,
+    points: Vec<Point>,
 }
 
 /// The series of metrics lines `lines`, over `x`.
@@ -75,10 +83,11 @@ fn series(lines: &[Value], x: XAxis) -> Vec<Series> {
             if name == "iteration" || name.ends_with("_low") || name.ends_with("_high") {
                 continue;
             }
-            let interval = get(&format!("{name}_low")).zip(get(&format!("{name}_high")));
+            let point =
+                Point { x: at, y: *value, interval: get(&format!("{name}_low")).zip(get(&format!("{name}_high"))) };
             match all.iter_mut().find(|s| &s.name == name) {
-                Some(series) => series.points.push((at, *value, interval)),
-                None => all.push(Series { name: name.clone(), points: vec![(at, *value, interval)] }),
+                Some(series) => series.points.push(point),
+                None => all.push(Series { name: name.clone(), points: vec![point] }),
             }
         }
     }
@@ -122,15 +131,15 @@ fn draw(series: &Series, x: XAxis, run: &str) -> Result<Vec<u8>> {
     {
         let root = BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let bounds = |f: fn(&(f64, f64, Option<(f64, f64)>)) -> [f64; 3]| {
+        let bounds = |f: fn(&Point) -> [f64; 3]| {
             let values: Vec<f64> = series.points.iter().flat_map(f).filter(|v| v.is_finite()).collect();
             let (lo, hi) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
             if hi > lo { (lo, hi) } else { (lo - 1.0, hi + 1.0) }
         };
-        let (x0, x1) = bounds(|p| [p.0, p.0, p.0]);
+        let (x0, x1) = bounds(|p| [p.x; 3]);
         let (y0, y1) = bounds(|p| {
-            let (low, high) = p.2.unwrap_or((p.1, p.1));
-            [p.1, low, high]
+            let (low, high) = p.interval.unwrap_or((p.y, p.y));
+            [p.y, low, high]
         });
         let margin = (y1 - y0) * 0.05;
         let x_label = match x {
@@ -151,7 +160,7 @@ fn draw(series: &Series, x: XAxis, run: &str) -> Result<Vec<u8>> {
             .draw()
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let band: Vec<(f64, f64, f64)> =
-            series.points.iter().filter_map(|&(x, _, interval)| interval.map(|(lo, hi)| (x, lo, hi))).collect();
+            series.points.iter().filter_map(|p| p.interval.map(|(lo, hi)| (p.x, lo, hi))).collect();
         if !band.is_empty() {
             let outline: Vec<(f64, f64)> =
                 band.iter().map(|&(x, _, hi)| (x, hi)).chain(band.iter().rev().map(|&(x, lo, _)| (x, lo))).collect();
@@ -165,10 +174,10 @@ fn draw(series: &Series, x: XAxis, run: &str) -> Result<Vec<u8>> {
             .draw_series(band.iter().map(|&(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], blue.stroke_width(1))))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         chart
-            .draw_series(LineSeries::new(series.points.iter().map(|&(x, y, _)| (x, y)), blue.stroke_width(2)))
+            .draw_series(LineSeries::new(series.points.iter().map(|p| (p.x, p.y)), blue.stroke_width(2)))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         chart
-            .draw_series(series.points.iter().map(|&(x, y, _)| Circle::new((x, y), 3, blue.filled())))
+            .draw_series(series.points.iter().map(|p| Circle::new((p.x, p.y), 3, blue.filled())))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     }

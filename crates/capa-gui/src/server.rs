@@ -124,18 +124,23 @@ async fn position(q: Result<Query<PositionQuery>, QueryRejection>) -> ApiResult<
 /// The first game of PGN text: its game, start and moves in UCI.
 async fn pgn(text: String) -> ApiResult<Json<Value>> {
     let (kind, game) = archive::first_pgn_game(&text).map_err(ApiError::bad)?;
+    let meta = GameMeta {
+        white: game.tag("White").unwrap_or("?").to_string(),
+        black: game.tag("Black").unwrap_or("?").to_string(),
+        result: game.winner(),
+        source: "pasted".to_string(),
+    };
     let replayed = match kind {
         GameKind::Capablanca => {
-            archive::replay::<Capablanca>(&game).map(|(start, moves)| (start.fen(), uci_list::<Capablanca>(&moves)))
+            archive::replay::<Capablanca>(&game).map(|(start, moves)| game_json(kind, &start, &moves, &meta))
         }
-        GameKind::Chess => {
-            archive::replay::<Chess>(&game).map(|(start, moves)| (start.fen(), uci_list::<Chess>(&moves)))
-        }
+        GameKind::Chess => archive::replay::<Chess>(&game).map(|(start, moves)| game_json(kind, &start, &moves, &meta)),
     };
-    let (fen, moves) = replayed.map_err(|why| ApiError::bad(format!("game {} of the PGN: {why}", game.number)))?;
+    let mut answer = replayed.map_err(|why| ApiError::bad(format!("game {} of the PGN: {why}", game.number)))?;
     let tags: serde_json::Map<String, Value> =
         game.tags.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-    Ok(Json(json!({ "game": game_name(kind), "fen": fen, "moves": moves, "tags": tags })))
+    answer["tags"] = Value::Object(tags);
+    Ok(Json(answer))
 }
 
 fn uci_list<G: Game>(moves: &[G::Move]) -> Vec<String> {

@@ -261,6 +261,28 @@ fn analysis_streams_every_legal_move_and_stops_when_the_client_leaves() {
 }
 
 #[test]
+fn analyses_beyond_the_limit_are_refused_until_one_ends() {
+    let mut own = options("limit");
+    own.net = Some(crate::common::shipped_net());
+    let address = serve(own);
+    let path = "/api/analyse?game=capablanca";
+    let mut running: Vec<Events> = (0..capa_gui::MAX_SEARCHES).map(|_| Events::open(address, path)).collect();
+    for events in &mut running {
+        events.next_snapshot();
+    }
+    let refused = get(address, path);
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.json()["error"].as_str().unwrap().contains("close its tab"));
+    running.pop();
+    let started = Instant::now();
+    while searches(address) as usize >= capa_gui::MAX_SEARCHES {
+        assert!(started.elapsed() < Duration::from_secs(10), "the search outlived its client");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Events::open(address, path).next_snapshot();
+}
+
+#[test]
 fn a_short_analysis_ends_by_itself_and_the_network_plays_legal_moves() {
     let address = full_gui();
     let mut events = Events::open(address, "/api/analyse?game=capablanca&playouts=64");
@@ -281,6 +303,8 @@ fn a_pasted_pgn_loads_with_its_moves() {
     let game = request(address, "POST", "/api/pgn", Some(&text)).json();
     assert_eq!(game["game"], "chess");
     assert_eq!(game["moves"].as_array().unwrap().len(), 86);
+    assert_eq!(game["sans"][0], "e4");
+    assert_eq!((game["white"].as_str(), game["result"].as_str()), (Some("Agrest, Inna"), Some("0-1")));
     assert_eq!(game["tags"]["White"], "Agrest, Inna");
     let capablanca = "[Variant \"Capablanca\"]\n\n1. e4 e5 2. Ci3 Ci6 3. Ae2 *\n";
     let game = request(address, "POST", "/api/pgn", Some(capablanca)).json();

@@ -64,7 +64,7 @@ fn dechunk(mut text: &str) -> String {
             break;
         }
         out.push_str(&rest[..size]);
-        text = &rest[size..].trim_start_matches("\r\n");
+        text = rest[size..].trim_start_matches("\r\n");
     }
     out
 }
