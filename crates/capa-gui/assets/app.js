@@ -122,7 +122,12 @@ async function goTo(node) {
   state.selected = null;
   showError('');
   render();
-  if (state.analysing) startAnalysis();
+  if (state.analysing) {
+    // Stepping through a game restarts the analysis once the steps pause.
+    stopAnalysis();
+    clearTimeout(state.restart);
+    state.restart = setTimeout(() => { if (state.analysing && state.node === node) startAnalysis(); }, 150);
+  }
   refreshExplorer();
   maybeNetworkMove();
 }

@@ -180,8 +180,9 @@ fn params(settings: &Settings) -> SearchParams {
     SearchParams { cpuct: settings.cpuct, contempt: settings.contempt, ..SearchParams::default() }
 }
 
-/// Analyses the position at the end of `history` until `send` refuses a
-/// snapshot (nobody listens), the root is proven or the playouts are spent.
+/// Analyses the position at the end of `history` until nobody listens
+/// (`send` refuses a snapshot, or `gone` says so between chunks), the root
+/// is proven or the playouts are spent.
 ///
 /// # Errors
 /// The search's failure (the network's).
@@ -189,6 +190,7 @@ pub fn analyse<G: NetGame>(
     history: History<G>,
     settings: Settings,
     evaluator: &Evaluator<G>,
+    gone: impl Fn() -> bool,
     mut send: impl FnMut(Snapshot) -> bool,
 ) -> Result<()> {
     let root = history.current().clone();
@@ -197,7 +199,7 @@ pub fn analyse<G: NetGame>(
     let mut last_sent = started;
     let mut chunk = 32u32;
     let mut playouts = 0u64;
-    loop {
+    while !gone() {
         let want = u64::from(chunk).min(settings.playouts - playouts) as u32;
         let result = tree.search(evaluator, Limits::playouts(want)).map_err(|e| anyhow::anyhow!("{e}"))?;
         playouts += u64::from(result.playouts);
@@ -214,6 +216,7 @@ pub fn analyse<G: NetGame>(
             last_sent = Instant::now();
         }
     }
+    Ok(())
 }
 
 /// The network's move after `playouts` playouts: its UCI and SAN.

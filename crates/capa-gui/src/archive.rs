@@ -65,7 +65,8 @@ pub fn read_pgn_file(path: &Path, sink: &mut impl GameSink, report: &mut ReadRep
         Box::new(file)
     };
     let mut reader = PgnReader::new(BufReader::new(input));
-    read_pgn(&mut reader, &path.display().to_string(), sink, report)
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    read_pgn(&mut reader, &name, sink, report)
 }
 
 /// Reads the games of PGN text (pasted on the page, or a file's bytes).

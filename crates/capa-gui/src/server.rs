@@ -260,10 +260,16 @@ fn spawn_analysis<G: NetGame>(
         .name("capa-gui-analysis".to_string())
         .spawn(move || {
             let _slot = slot;
-            let outcome = analysis::analyse(history, settings, &evaluator, |snapshot| {
-                let event = Event::default().event("snapshot").json_data(&snapshot).unwrap_or_default();
-                sender.blocking_send(event).is_ok()
-            });
+            let outcome = analysis::analyse(
+                history,
+                settings,
+                &evaluator,
+                || sender.is_closed(),
+                |snapshot| {
+                    let event = Event::default().event("snapshot").json_data(&snapshot).unwrap_or_default();
+                    sender.blocking_send(event).is_ok()
+                },
+            );
             if let Err(e) = outcome {
                 let _ = sender.blocking_send(Event::default().event("failure").data(format!("{e:#}")));
             }
