@@ -23,8 +23,9 @@ use crate::args::DeviceArgs;
 #[derive(clap::Args, Debug)]
 pub struct GuiArgs {
     /// A network to analyse and play with: a file capa wrote, or a shipped
-    /// network's short name (`capablanca-cpu`). Without it the board, the
-    /// explorer and the dashboard still work.
+    /// network's short name (`capablanca-cpu`). Without it, the `--run`'s
+    /// latest network; without either, the board, the explorer and the
+    /// dashboard still work.
     #[arg(long, value_parser = crate::args::network)]
     net: Option<PathBuf>,
     /// A training run for the dashboard and the explorer: its directory or

@@ -181,6 +181,20 @@ pub fn record_meta<G: Game>(record: &GameRecord<G>, key: &str) -> GameMeta {
     }
 }
 
+/// The network the run's `LATEST` names: its file name and a local copy;
+/// `None` before the run's first network.
+///
+/// # Errors
+/// The failure to read the run, or a `LATEST` naming a missing network.
+pub fn latest_network(run: &RunDir) -> Result<Option<(String, std::path::PathBuf)>> {
+    let Some(latest) = run.read("LATEST")? else { return Ok(None) };
+    let name = format!("{}.safetensors", String::from_utf8_lossy(&latest).trim());
+    let key = format!("nets/{name}");
+    let path =
+        run.local_copy(&key)?.with_context(|| format!("LATEST in {} names {key}, which is missing", run.location()))?;
+    Ok(Some((name, path)))
+}
+
 /// The game a run plays, from the `config.toml` it keeps.
 ///
 /// # Errors

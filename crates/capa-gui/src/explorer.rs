@@ -436,6 +436,7 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
         }
     }
     std::fs::create_dir_all(index_dir).with_context(|| format!("cannot create {}", index_dir.display()))?;
+    tracing::info!("explorer: reading the games (once; the index is kept in {})", index_dir.display());
     let started = std::time::Instant::now();
     let mut builders = Builders::default();
     let mut report = crate::archive::ReadReport::default();
@@ -445,7 +446,7 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
     if let Some((run, game)) = sources.run {
         crate::archive::read_run_games(run, game, &mut builders, &mut report)?;
     }
-    eprintln!(
+    tracing::info!(
         "explorer: read {} games ({} skipped) in {:.1} s; indexing into {}",
         report.games,
         report.skipped.len(),
@@ -462,6 +463,6 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
         explorers.push(Explorer::open(&path(GameKind::Chess), fingerprint)?);
     }
     capa_data::write_atomically(&marker, b"").with_context(|| format!("cannot write {}", marker.display()))?;
-    eprintln!("explorer: indexed in {:.1} s", started.elapsed().as_secs_f64());
+    tracing::info!("explorer: indexed in {:.1} s", started.elapsed().as_secs_f64());
     Ok(explorers)
 }

@@ -34,7 +34,7 @@ pub use server::MAX_SEARCHES;
 /// What the GUI is started with.
 #[derive(Clone, Debug)]
 pub struct GuiOptions {
-    /// A network to analyse and play with.
+    /// A network to analyse and play with; without it, the run's latest.
     pub net: Option<PathBuf>,
     /// Where the network runs.
     pub device: DeviceSpec,
@@ -57,7 +57,6 @@ impl Gui {
     /// # Errors
     /// A network, run or PGN file that cannot be read.
     pub fn open(options: &GuiOptions) -> Result<Gui> {
-        let network = options.net.as_deref().map(|path| analysis::Network::load(path, options.device)).transpose()?;
         let run = match &options.run {
             Some(location) => {
                 let run = capa_train::RunDir::open(location)?;
@@ -66,10 +65,18 @@ impl Gui {
             }
             None => None,
         };
+        // Without --net, the run's latest network, if it has one yet.
+        let net = match (&options.net, &run) {
+            (Some(path), _) => {
+                Some((path.file_name().unwrap_or(path.as_os_str()).to_string_lossy().into_owned(), path.clone()))
+            }
+            (None, Some((run, _))) => archive::latest_network(run)?,
+            (None, None) => None,
+        };
+        let network = net.as_ref().map(|(_, path)| analysis::Network::load(path, options.device)).transpose()?;
         let sources = Sources { pgn: &options.games, run: run.as_ref().map(|(run, game)| (&**run, *game)) };
         let explorers = open_or_build(&sources, &options.index_dir).context("cannot build the explorer's index")?;
-        let network_name =
-            options.net.as_ref().map(|p| p.file_name().unwrap_or(p.as_os_str()).to_string_lossy().into_owned());
+        let network_name = net.map(|(name, _)| name);
         Ok(Gui {
             state: Arc::new(server::AppState {
                 network,

@@ -331,6 +331,12 @@ fn the_dashboard_reads_the_run() {
     assert_eq!(capablanca["games"], 8);
     let start = get(address, "/api/explorer?game=capablanca").json();
     assert_eq!(start["total"], 8);
+    // Given only the run, the GUI analyses with the run's latest network.
+    let mut run_only = options("run-only");
+    run_only.run = Some(crate::common::tiny_run().to_path_buf());
+    let info = get(serve(run_only), "/api/info").json();
+    let latest = std::fs::read_to_string(crate::common::tiny_run().join("LATEST")).unwrap();
+    assert_eq!(info["network"]["name"], format!("{}.safetensors", latest.trim()));
 }
 
 #[test]
