@@ -237,4 +237,18 @@ proptest! {
         let _ = Chess::startpos().parse_uci(&s);
         let _ = Chess::from_fen(CHESS[3]).unwrap().parse_uci(&s);
     }
+
+    #[test]
+    fn san_readers_never_panic(s in "[KQRBNACa-j1-8x=+#O0-]{0,8}|\\PC{0,10}") {
+        for position in [Capablanca::startpos(), Capablanca::from_fen(CAPA[3]).unwrap()] {
+            if let Ok(m) = position.read_san(&s) {
+                prop_assert!(position.parse_uci(&m.to_string()).is_ok());
+            }
+        }
+        for position in [Chess::startpos(), Chess::from_fen(CHESS[3]).unwrap()] {
+            if let Ok(m) = position.read_san(&s) {
+                prop_assert!(position.parse_uci(&m.to_string()).is_ok());
+            }
+        }
+    }
 }
