@@ -666,8 +666,11 @@ async function refreshDashboard() {
     hours += ((row.seconds_selfplay || 0) + (row.seconds_train || 0) + (row.seconds_checkpoint || 0)) / 3600;
     row.hours = hours;
   }
+  // Strength and losses first, then self-play, then the rest.
+  const rank = (k) => (/^(eval|curriculum)\./.test(k) ? 0 : k.startsWith('train.') ? 1 : k.startsWith('selfplay') ? 2 : 3);
   const keys = [...new Set(rows.flatMap((r) => Object.keys(r)))]
-    .filter((k) => !['iteration', 'hours'].includes(k) && !/_(low|high)$/.test(k));
+    .filter((k) => !['iteration', 'hours'].includes(k) && !/_(low|high)$/.test(k))
+    .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   const xKey = $('x-axis').value;
   const charts = $('charts');
   charts.innerHTML = '';
