@@ -26,8 +26,8 @@ use std::sync::atomic::AtomicUsize;
 use anyhow::{Context, Result};
 use capa_net::DeviceSpec;
 
-pub use archive::{GameMeta, GameSink, ReadReport, read_pgn_file};
-pub use explorer::{Explorer, IndexBuilder, LISTED_GAMES, Lookup, MoveCounts, NO_MOVE, Sources, open_or_build};
+pub use archive::GameMeta;
+pub use explorer::{Explorer, IndexBuilder, LISTED_GAMES, Lookup, MoveCounts, NO_MOVE, StoredGame};
 pub use plot::{XAxis, write_plots};
 pub use server::MAX_SEARCHES;
 
@@ -74,8 +74,9 @@ impl Gui {
             (None, None) => None,
         };
         let network = net.as_ref().map(|(_, path)| analysis::Network::load(path, options.device)).transpose()?;
-        let sources = Sources { pgn: &options.games, run: run.as_ref().map(|(run, game)| (&**run, *game)) };
-        let explorers = open_or_build(&sources, &options.index_dir).context("cannot build the explorer's index")?;
+        let sources = explorer::Sources { pgn: &options.games, run: run.as_ref().map(|(run, game)| (&**run, *game)) };
+        let explorers =
+            explorer::open_or_build(&sources, &options.index_dir).context("cannot build the explorer's index")?;
         let network_name = net.map(|(name, _)| name);
         Ok(Gui {
             state: Arc::new(server::AppState {
