@@ -46,6 +46,14 @@ pub struct ReadReport {
 }
 
 impl ReadReport {
+    /// Counts a game read, saying so every 100,000 (a big archive takes a while).
+    fn count_game(&mut self) {
+        self.games += 1;
+        if self.games.is_multiple_of(100_000) {
+            tracing::info!("explorer: {} games read", self.games);
+        }
+    }
+
     fn skip(&mut self, why: String) {
         tracing::warn!("skipped {why}");
         self.skipped.push(why);
@@ -92,7 +100,7 @@ fn read_pgn<R: BufRead>(
             Err(e) => Err(e),
         };
         match replayed {
-            Ok(()) => report.games += 1,
+            Ok(()) => report.count_game(),
             Err(why) => report.skip(format!("{source} (line {}): {why}", game.line)),
         }
     }
@@ -164,7 +172,7 @@ pub fn read_run_games(run: &RunDir, game: GameKind, sink: &mut impl GameSink, re
                 .map(|record| sink.chess(&record.start, &record.moves, record_meta(&record, &entry.key))),
         };
         match read {
-            Ok(()) => report.games += 1,
+            Ok(()) => report.count_game(),
             Err(e) => report.skip(format!("{} in {}: {e}", entry.key, run.location())),
         }
     }
