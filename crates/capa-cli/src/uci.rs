@@ -88,9 +88,7 @@ pub struct EngineArgs {
 /// Only when the network file cannot be read at start (its game decides
 /// which rules the engine plays) or stdout closes.
 pub fn run(args: &EngineArgs) -> Result<()> {
-    let game = capa_net::read_net_config(&args.net)
-        .with_context(|| format!("cannot read the network {}", args.net.display()))?
-        .game;
+    let game = capa_net::read_net_config(&args.net).context("cannot read the network")?.game;
     let output: Output = Arc::new(Mutex::new(std::io::stdout()));
     let input = std::io::stdin().lock();
     match game {
@@ -426,8 +424,7 @@ impl<G: NetGame> Engine<G> {
             let _ = rayon::ThreadPoolBuilder::new().num_threads(self.options.threads).build_global();
         }
         self.evaluator = None;
-        let network = NetEvaluator::<G>::from_file(&self.net, wanted)
-            .with_context(|| format!("cannot load the network {}", self.net.display()))?;
+        let network = NetEvaluator::<G>::from_file(&self.net, wanted).context("cannot load the network")?;
         let evaluator = Arc::new(CachedEvaluator::new(network, self.options.cache));
         self.evaluator = Some(Arc::clone(&evaluator));
         self.loaded_on = Some(wanted);

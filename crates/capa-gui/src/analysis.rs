@@ -47,15 +47,15 @@ impl Network {
     /// # Errors
     /// A file that is not a network, or a device that cannot run it.
     pub fn load(path: &Path, device: DeviceSpec) -> Result<Network> {
-        let what = || format!("cannot load the network {}", path.display());
-        let game = capa_net::read_net_config(path).with_context(what)?.game;
+        let what = "cannot load the network";
+        let game = capa_net::read_net_config(path).context(what)?.game;
         Ok(match game {
             GameKind::Capablanca => Network::Capablanca(Arc::new(CachedEvaluator::new(
-                NetEvaluator::from_file(path, device).with_context(what)?,
+                NetEvaluator::from_file(path, device).context(what)?,
                 CACHE,
             ))),
             GameKind::Chess => Network::Chess(Arc::new(CachedEvaluator::new(
-                NetEvaluator::from_file(path, device).with_context(what)?,
+                NetEvaluator::from_file(path, device).context(what)?,
                 CACHE,
             ))),
         })

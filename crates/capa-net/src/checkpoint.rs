@@ -53,7 +53,7 @@ struct NetFile {
 
 /// Reads a file written by [`save_net`], [`save_checkpoint`] or [`slim_net`].
 fn read(path: &Path) -> Result<NetFile, NetError> {
-    let bytes = std::fs::read(path).map_err(|source| NetError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|error| NetError::Io { path: path.to_path_buf(), error })?;
     let in_file = |e: NetError| NetError::File { path: path.to_path_buf(), problem: Box::new(e) };
     let Parsed { tensors, metadata, precision } = from_bytes(&bytes).map_err(in_file)?;
     match metadata.get(KEY_FORMAT) {

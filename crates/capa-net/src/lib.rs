@@ -72,12 +72,13 @@ pub enum NetError {
         problems: Vec<String>,
     },
     /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The failure.
-        source: std::io::Error,
+        /// The failure: part of the message, not a separate source, so that
+        /// error chains say it once.
+        error: std::io::Error,
     },
     /// Something is wrong inside a file. The problem is part of the message,
     /// not a separate source, so that error chains say it once.

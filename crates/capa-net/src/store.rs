@@ -246,5 +246,5 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Parsed, NetError> {
 /// # Errors
 /// [`NetError::Io`] naming the path.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), NetError> {
-    capa_data::write_atomically(path, bytes).map_err(|source| NetError::Io { path: path.to_path_buf(), source })
+    capa_data::write_atomically(path, bytes).map_err(|error| NetError::Io { path: path.to_path_buf(), error })
 }
