@@ -415,17 +415,6 @@ function addMove(node, ply, container, forceNumber) {
   container.append(' ', span);
 }
 
-async function fillSans(node) {
-  // Moves loaded from a PGN or a game arrive as UCI; their SAN comes with their parents' views.
-  for (const child of node.children) {
-    if (!child.san) {
-      const view = await viewOf(node);
-      child.san = view.legal.find((m) => m.uci === child.uci)?.san || child.uci;
-    }
-    await fillSans(child);
-  }
-}
-
 function pgnText() {
   const tags = [['Event', 'capa analysis'], ['Site', 'capa gui'], ['Result', state.node.view.ending?.result || '*']];
   if (state.game === 'capablanca') tags.push(['Variant', 'Capablanca']);
@@ -629,7 +618,6 @@ async function openGame(request, ply) {
     stopAnalysis();
     let node = resetGame(game.game, game.fen === startFenOf(game.game) ? '' : game.fen, game.moves, game.sans);
     const line = pathTo(node);
-    await fillSans(state.root);
     if (ply !== undefined && ply <= line.length) node = ply === 0 ? state.root : line[ply - 1];
     showTab('board');
     await goTo(node);

@@ -84,12 +84,20 @@ pub struct IndexBuilder<G: Game> {
     entries: Vec<Entry>,
     offsets: Vec<u64>,
     games: Vec<u8>,
+    /// The game's start position, whose games store no FEN.
+    startpos_fen: String,
     _game: std::marker::PhantomData<G>,
 }
 
 impl<G: Game> Default for IndexBuilder<G> {
     fn default() -> Self {
-        IndexBuilder { entries: Vec::new(), offsets: vec![0], games: Vec::new(), _game: std::marker::PhantomData }
+        IndexBuilder {
+            entries: Vec::new(),
+            offsets: vec![0],
+            games: Vec::new(),
+            startpos_fen: G::startpos().fen(),
+            _game: std::marker::PhantomData,
+        }
     }
 }
 
@@ -109,7 +117,8 @@ impl<G: Game> IndexBuilder<G> {
             position.play(m);
         }
         self.entries.push(Entry { hash: position.hash(), mv: NO_MOVE, game, result });
-        let fen = if start.fen() == G::startpos().fen() { String::new() } else { start.fen() };
+        let fen = start.fen();
+        let fen = if fen == self.startpos_fen { String::new() } else { fen };
         self.games.push(result as u8);
         for text in [&meta.white, &meta.black, &meta.source, &fen] {
             let bytes = &text.as_bytes()[..text.len().min(u16::MAX as usize)];
@@ -264,7 +273,6 @@ impl Explorer {
     /// The failure to read the file.
     pub fn lookup(&self, hash: u64) -> Result<Lookup> {
         let first_block = self.fences.partition_point(|&f| f < hash).saturating_sub(1) as u64;
-        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut at = first_block * STRIDE;
         let mut lookup = Lookup::default();
         let mut games = std::collections::BinaryHeap::with_capacity(LISTED_GAMES + 1);
@@ -272,8 +280,7 @@ impl Explorer {
         'blocks: while at < self.entries {
             let count = STRIDE.min(self.entries - at);
             let bytes = &mut buffer[..count as usize * ENTRY];
-            file.seek(SeekFrom::Start(HEADER + at * ENTRY as u64))?;
-            file.read_exact(bytes).with_context(|| format!("cannot read {}", self.path.display()))?;
+            self.read_at(HEADER + at * ENTRY as u64, bytes)?;
             for chunk in bytes.chunks_exact(ENTRY) {
                 let entry = Entry::from_bytes(chunk);
                 if entry.hash < hash {
@@ -317,12 +324,15 @@ impl Explorer {
         ensure!(id < self.games(), "there is no game {id}: the index holds {}", self.games());
         let (start, end) = (self.offsets[id], self.offsets[id + 1]);
         let mut bytes = vec![0u8; (end - start) as usize];
-        {
-            let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            file.seek(SeekFrom::Start(self.games_at + start))?;
-            file.read_exact(&mut bytes).with_context(|| format!("cannot read {}", self.path.display()))?;
-        }
+        self.read_at(self.games_at + start, &mut bytes)?;
         parse_game(&bytes).with_context(|| format!("game {id} of {} is damaged", self.path.display()))
+    }
+
+    /// Fills `bytes` from the file at `offset`.
+    fn read_at(&self, offset: u64, bytes: &mut [u8]) -> Result<()> {
+        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        file.seek(SeekFrom::Start(offset))?;
+        file.read_exact(bytes).with_context(|| format!("cannot read {}", self.path.display()))
     }
 }
 
