@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/games/$1" ]; }
 
 missing=()
-for engine in fairy-stockfish stockfish sjaakii; do
+for engine in fairy-stockfish stockfish sjaakii gnugo; do
   have "$engine" || missing+=("$engine")
 done
 if [ ${#missing[@]} -gt 0 ] && [ "${CAPA_SKIP_ENGINE_TESTS:-}" != 1 ]; then

@@ -118,7 +118,7 @@ impl<G: NetGame> Engine<G> {
 
 /// A move typed by a person: UCI (`e2e4`) or SAN (`Nf3`, `O-O`).
 fn parse_move<G: Game>(position: &G, text: &str) -> Result<G::Move> {
-    if let Ok(m) = position.parse_uci(text) {
+    if let Ok(m) = position.parse_move(text) {
         return Ok(m);
     }
     let mut legal = MoveList::new();
@@ -301,7 +301,7 @@ fn read_state<G: Game>(text: &str) -> Result<History<G>> {
     let fen = lines.next().and_then(|l| l.strip_prefix("fen ")).context("line 2: expected `fen <FEN>`")?;
     let mut history = History::new(G::from_fen(fen).context("line 2")?);
     let moves = lines.next().and_then(|l| l.strip_prefix("moves")).context("line 3: expected `moves ...`")?;
-    history.play_uci_moves(moves.split_whitespace()).context("line 3")?;
+    history.play_moves(moves.split_whitespace()).context("line 3")?;
     Ok(history)
 }
 
@@ -333,8 +333,8 @@ mod tests {
     #[test]
     fn moves_are_read_as_uci_or_san() {
         let start = Chess::startpos();
-        assert_eq!(parse_move(&start, "Nf3").unwrap(), start.parse_uci("g1f3").unwrap());
-        assert_eq!(parse_move(&start, "e2e4").unwrap(), start.parse_uci("e2e4").unwrap());
+        assert_eq!(parse_move(&start, "Nf3").unwrap(), start.parse_move("g1f3").unwrap());
+        assert_eq!(parse_move(&start, "e2e4").unwrap(), start.parse_move("e2e4").unwrap());
         assert!(parse_move(&start, "Nf6").is_err());
         assert!(parse_move(&start, "").is_err());
     }

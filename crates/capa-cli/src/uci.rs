@@ -697,7 +697,7 @@ fn parse_position<G: Game>(args: &[&str]) -> Result<History<G>> {
         _ => bail!("expected `position startpos` or `position fen <fen>`, then optionally `moves ...`"),
     };
     let mut history = History::new(start);
-    history.play_uci_moves(args.get(moves_at + 1..).unwrap_or_default().iter().copied())?;
+    history.play_moves(args.get(moves_at + 1..).unwrap_or_default().iter().copied())?;
     Ok(history)
 }
 
@@ -827,7 +827,7 @@ mod tests {
         let [w, d, l] = wdl(0.3331, 0.3331);
         assert_eq!(w + d + l, 1000);
         let info = |proof| MoveInfo::<Chess> {
-            mv: Chess::startpos().parse_uci("e2e4").unwrap(),
+            mv: Chess::startpos().parse_move("e2e4").unwrap(),
             visits: 1,
             prior: 1.0,
             q: 0.5,

@@ -277,7 +277,7 @@ fn pgn_to_v6_to_a_supervised_network_that_answers_uci() {
         let answer = engine.go("startpos moves e2e4", capa_uci::Go::Nodes(16)).unwrap();
         let best = answer.best.expect("a move");
         let mut game = capa_rules::History::new(<capa_rules::chess::Chess as capa_rules::Game>::startpos());
-        game.play_uci_moves(["e2e4", best.as_str()]).unwrap_or_else(|e| panic!("{best} is not legal after 1. e4: {e}"));
+        game.play_moves(["e2e4", best.as_str()]).unwrap_or_else(|e| panic!("{best} is not legal after 1. e4: {e}"));
     };
     plays_chess(&net);
 

@@ -176,8 +176,8 @@ pub fn locate(binary: &str) -> Option<PathBuf> {
 pub fn is_legal_after<G: Game>(moves: &[&str], best: &str) -> bool {
     let mut history = History::new(G::startpos());
     for m in moves {
-        let m = history.current().parse_uci(m).unwrap();
+        let m = history.current().parse_move(m).unwrap();
         history.play(m);
     }
-    history.current().parse_uci(best).is_ok()
+    history.current().parse_move(best).is_ok()
 }

@@ -188,7 +188,7 @@ fn capa_uci_answers_garbage_and_stops_on_request() {
     let stats: Vec<&String> = answer.iter().filter(|l| l.contains(" prior ")).collect();
     let mut position = Chess::startpos();
     for uci in ["f2f3", "e7e5", "g2g4"] {
-        position.play(position.parse_uci(uci).unwrap());
+        position.play(position.parse_move(uci).unwrap());
     }
     let mut legal = MoveList::new();
     position.legal_moves(&mut legal);

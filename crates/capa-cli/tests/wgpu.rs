@@ -33,8 +33,8 @@ fn capa_uci_searches_on_wgpu() {
     let out = engine.go("startpos moves e2e4", Go::Nodes(16)).unwrap();
     let best = out.best.expect("a move");
     let mut position = Capablanca::startpos();
-    position.play(position.parse_uci("e2e4").unwrap());
-    assert!(position.parse_uci(&best).is_ok(), "{best} is legal");
+    position.play(position.parse_move("e2e4").unwrap());
+    assert!(position.parse_move(&best).is_ok(), "{best} is legal");
     assert!(out.lines.first().and_then(|line| line.nodes).is_some_and(|nodes| nodes >= 8), "{:?}", out.lines);
 }
 

@@ -338,7 +338,7 @@ fn play_game<G: Game>(
         for line in &output.lines {
             let Some(first) = line.pv.first() else { continue };
             let mv = position
-                .parse_uci(first)
+                .parse_move(first)
                 .with_context(|| format!("`{}` gave the line {first} in {}", args.engine, position.fen()))?;
             if !listed.iter().any(|c| c.mv == mv) {
                 listed.push(Candidate { mv, score: line.score });
@@ -346,7 +346,7 @@ fn play_game<G: Game>(
         }
         let best = output.best.with_context(|| format!("`{}` found no move in {}", args.engine, position.fen()))?;
         let best = position
-            .parse_uci(&best)
+            .parse_move(&best)
             .with_context(|| format!("`{}` played {best} in {}", args.engine, position.fen()))?;
         if listed.is_empty() {
             bail!("`{}` sent no scored line before its move in {}", args.engine, position.fen());

@@ -92,7 +92,7 @@ pub fn parse_opening<G: Game>(line: &str) -> Result<History<G>, OpeningError> {
         (G::startpos(), line.strip_prefix("moves ").unwrap_or(line))
     };
     let mut history = History::new(start);
-    history.play_uci_moves(moves.split_whitespace())?;
+    history.play_moves(moves.split_whitespace())?;
     if let Some(outcome) = history.outcome() {
         return Err(OpeningError::Over(outcome.reason.to_string()));
     }

@@ -164,7 +164,7 @@ mod tests {
         let mut moves = Vec::new();
         let mut plies = Vec::new();
         for (uci, q) in [("e2e4", 0.1), ("e7e5", 0.0), ("b1c3", 0.2)] {
-            let m = position.parse_uci(uci).unwrap();
+            let m = position.parse_move(uci).unwrap();
             moves.push(m);
             plies.push(PlyRecord {
                 full_search: uci != "e7e5",

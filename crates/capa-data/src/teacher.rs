@@ -253,17 +253,17 @@ mod tests {
     use super::*;
 
     fn candidate(position: &Chess, uci: &str, score: UciScore) -> Candidate<<Chess as Game>::Move> {
-        Candidate { mv: position.parse_uci(uci).unwrap(), score }
+        Candidate { mv: position.parse_move(uci).unwrap(), score }
     }
 
     fn game() -> TeacherGame<Chess> {
         let start = Chess::startpos();
-        let e4 = start.parse_uci("e2e4").unwrap();
+        let e4 = start.parse_move("e2e4").unwrap();
         let mut after = start.clone();
         after.play(e4);
         TeacherGame {
             teacher: "stockfish depth 1 multipv 3".to_string(),
-            moves: vec![e4, after.parse_uci("e7e5").unwrap()],
+            moves: vec![e4, after.parse_move("e7e5").unwrap()],
             candidates: vec![
                 vec![
                     candidate(&start, "e2e4", UciScore::Cp(40)),
@@ -318,7 +318,7 @@ mod tests {
     fn the_training_record_carries_the_targets() {
         let record = game().to_game_record(PolicyTarget::Hard);
         let start = Chess::startpos();
-        let e4 = start.parse_uci("e2e4").unwrap();
+        let e4 = start.parse_move("e2e4").unwrap();
         assert_eq!(record.plies[0].visits, vec![(start.policy_index(e4) as u16, 1.0)]);
         assert!(record.plies[0].root.q > 0.0 && record.plies[1].root.q > 0.99);
         assert_eq!(record.plies[0].root.m, 2.0);

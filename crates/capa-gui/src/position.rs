@@ -55,7 +55,7 @@ impl PositionQuery {
         let mut history = History::new(start);
         let moves = self.moves.as_deref().unwrap_or("");
         history
-            .play_uci_moves(moves.split([' ', ',']).filter(|m| !m.is_empty()))
+            .play_moves(moves.split([' ', ',']).filter(|m| !m.is_empty()))
             .map_err(|e| ApiError::bad(e.to_string()))?;
         Ok(history)
     }

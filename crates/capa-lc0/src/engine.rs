@@ -117,7 +117,7 @@ impl EngineEvaluator {
             .as_deref()
             .ok_or_else(|| format!("{} has no best move in {}", self.engine.name(), position.fen()))?;
         let best = position
-            .parse_uci(best)
+            .parse_move(best)
             .map_err(|_| format!("{}'s best move {best} is not legal in {}", self.engine.name(), position.fen()))?;
         let line = output
             .lines

@@ -29,7 +29,6 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use capa_rules::Game;
 use capa_rules::chess::Chess;
 use flate2::Compression;
 use flate2::read::MultiGzDecoder;

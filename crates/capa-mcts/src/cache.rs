@@ -158,7 +158,7 @@ mod tests {
 
     fn history(moves: &[&str]) -> History<Chess> {
         let mut history = History::new(Chess::startpos());
-        history.play_uci_moves(moves.iter().copied()).unwrap();
+        history.play_moves(moves.iter().copied()).unwrap();
         history
     }
 

@@ -197,7 +197,7 @@ mod tests {
     fn a_request_from_a_history_keeps_the_last_positions_and_repetitions() {
         let mut history = History::new(Chess::startpos());
         for uci in ["g1f3", "g8f6", "f3g1", "f6g8", "e2e4", "e7e5", "d2d4", "d7d5", "c2c4"] {
-            let m = history.current().parse_uci(uci).unwrap();
+            let m = history.current().parse_move(uci).unwrap();
             history.play(m);
         }
         let request = LeafRequest::from_history(&history);

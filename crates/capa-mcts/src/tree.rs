@@ -1121,7 +1121,7 @@ mod tests {
         let mut position = tree.history.current().clone();
         let mut id = tree.root;
         for uci in moves {
-            let m = position.parse_uci(uci).unwrap();
+            let m = position.parse_move(uci).unwrap();
             let edge = tree.arena.edges(id).iter().position(|e| e.mv == Chess::pack_move(m)).unwrap();
             id = tree.arena.child(id, edge);
             assert_ne!(id, NONE, "{uci} has no child");
@@ -1148,7 +1148,7 @@ mod tests {
         tree.search(&Dance, Limits::playouts(3_000)).unwrap();
         let back_home = node_at(&tree, &["g1f3", "g8f6", "f3g1", "f6g8"]);
         assert!(tree.arena.nodes[back_home as usize].is_terminal(), "the root repeated since the root: a draw");
-        let m = tree.history.current().parse_uci("g1f3").unwrap();
+        let m = tree.history.current().parse_move("g1f3").unwrap();
         tree.advance(m).unwrap();
         let back_home = node_at(&tree, &["g8f6", "f3g1", "f6g8"]);
         let node = tree.arena.nodes[back_home as usize];
@@ -1159,7 +1159,7 @@ mod tests {
         // already meet must still expand it and give a move to play.
         let mut at_home = tree.clone();
         for uci in ["g8f6", "f3g1", "f6g8"] {
-            let m = at_home.history.current().parse_uci(uci).unwrap();
+            let m = at_home.history.current().parse_move(uci).unwrap();
             at_home.advance(m).unwrap();
         }
         let result = at_home.search(&Dance, Limits::visits(kept)).unwrap();

@@ -133,7 +133,7 @@ fn repetition_is_a_draw() {
     // After 1.Nf3 Nf6 2.Ng1 Ng8 the start position stands for the second time.
     let mut game = History::new(Chess::startpos());
     for uci in ["g1f3", "g8f6", "f3g1", "f6g8"] {
-        let m = game.current().parse_uci(uci).unwrap();
+        let m = game.current().parse_move(uci).unwrap();
         game.play(m);
     }
     // Two-fold: the knight dance from the root repeats the root (a draw in
@@ -144,7 +144,7 @@ fn repetition_is_a_draw() {
         let mut tree = capa_mcts::Tree::new(game.clone(), p, 1).unwrap();
         search(&mut tree, &UniformEvaluator, 3_000);
         for uci in ["g1f3", "g8f6", "f3g1"] {
-            let m = tree.history().current().parse_uci(uci).unwrap();
+            let m = tree.history().current().parse_move(uci).unwrap();
             tree.advance(m).unwrap();
         }
         let result = search(&mut tree, &UniformEvaluator, 3_000);
@@ -203,7 +203,7 @@ fn a_third_occurrence_through_the_game_history_is_a_proven_draw_in_both_modes() 
     // returning to g8 makes the third occurrence on every path.
     let mut game = History::new(Chess::startpos());
     for uci in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"] {
-        let m = game.current().parse_uci(uci).unwrap();
+        let m = game.current().parse_move(uci).unwrap();
         game.play(m);
     }
     for analysis in [false, true] {

@@ -81,7 +81,7 @@ fn analysis_mode_merges_transpositions() {
     let line = |moves: &[&str]| {
         let mut game = History::new(start.clone());
         for uci in moves {
-            let m = game.current().parse_uci(uci).unwrap();
+            let m = game.current().parse_move(uci).unwrap();
             game.play(m);
         }
         game

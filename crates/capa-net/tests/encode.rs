@@ -39,7 +39,7 @@ fn constant(planes: &[f32], index: usize) -> f32 {
 
 fn play(history: &mut History<Chess>, moves: &str) {
     for uci in moves.split_whitespace() {
-        let m = history.current().parse_uci(uci).unwrap();
+        let m = history.current().parse_move(uci).unwrap();
         history.play(m);
     }
 }
@@ -158,7 +158,7 @@ fn chess_fen_start_undoes_a_black_double_push_too() {
 fn capablanca_planes() {
     assert_eq!(Capablanca::PLANES, 139);
     let mut history = History::new(Capablanca::startpos());
-    let m = history.current().parse_uci("e2e4").unwrap();
+    let m = history.current().parse_move("e2e4").unwrap();
     history.play(m);
     let p = planes(&history);
     let square = |plane: usize, file: usize, rank: usize| p[plane * 80 + rank * 10 + file];

@@ -336,7 +336,7 @@ fn answer<G: Game>(process: &mut Option<UciEngine>, turn: &Turn<'_, G>, limit: M
         }
         Ok(output) => match output.best {
             None => Err("it gave no move in a position with legal moves".to_string()),
-            Some(best) => turn.history.current().parse_uci(&best).map_err(|e| format!("illegal move: {e}")),
+            Some(best) => turn.history.current().parse_move(&best).map_err(|e| format!("illegal move: {e}")),
         },
     };
     Answer { played, thinking }

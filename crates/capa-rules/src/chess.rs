@@ -19,7 +19,7 @@ use crate::{Color, FenError, FenErrorKind, Game, MoveError, MoveList, Outcome, P
 static POLICY: LazyLock<PolicyMap> = LazyLock::new(|| PolicyMap::build(8, 8, &['q', 'r', 'b']));
 
 /// A legal chess move, written in standard UCI (`e1g1` for castling). Made
-/// only by `legal_moves` and `parse_uci`, so it is legal where it came from.
+/// only by `legal_moves` and `parse_move`, so it is legal where it came from.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct ChessMove(shakmaty::Move);
 
@@ -52,6 +52,11 @@ pub struct Chess {
 }
 
 impl Chess {
+    /// The policy map: the network's move vocabulary, Lc0's rule on this board.
+    pub fn policy_map() -> &'static PolicyMap {
+        &POLICY
+    }
+
     /// The shakmaty position, for code that needs its richer API (SAN, PGN).
     pub fn position(&self) -> &shakmaty::Chess {
         &self.pos
@@ -338,7 +343,7 @@ impl Game for Chess {
         })
     }
 
-    fn parse_uci(&self, uci: &str) -> Result<ChessMove, MoveError> {
+    fn parse_move(&self, uci: &str) -> Result<ChessMove, MoveError> {
         split_uci(uci, 8, 8, "qrbn")?;
         let illegal = || MoveError::Illegal { uci: uci.to_string(), fen: self.fen() };
         let parsed = UciMove::from_ascii(uci.as_bytes()).map_err(|_| illegal())?;
@@ -364,8 +369,8 @@ impl Game for Chess {
         shakmaty::san::SanPlus::from_move(self.pos.clone(), m.0).to_string()
     }
 
-    fn policy_map() -> &'static PolicyMap {
-        &POLICY
+    fn policy_size() -> usize {
+        POLICY.len()
     }
 
     fn policy_index(&self, m: ChessMove) -> usize {

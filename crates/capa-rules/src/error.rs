@@ -1,4 +1,4 @@
-//! Errors for FEN and UCI move input.
+//! Errors for position and move input (FEN and UCI for the chess games, their counterparts for Go).
 
 use thiserror::Error;
 
@@ -112,11 +112,11 @@ pub enum FenErrorKind {
     Invalid(String),
 }
 
-/// A UCI move that could not be played.
+/// A move (UCI for the chess games, a GTP vertex for Go) that could not be played.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum MoveError {
-    /// The text is not a move in UCI notation for this board.
-    #[error("'{uci}' is not a UCI move: {reason}")]
+    /// The text is not a move of this game on this board.
+    #[error("'{uci}' is not a move: {reason}")]
     Malformed {
         /// The text as given.
         uci: String,
@@ -133,7 +133,7 @@ pub enum MoveError {
     },
 }
 
-/// A move of a list that could not be played ([`crate::History::play_uci_moves`]).
+/// A move of a list that could not be played ([`crate::History::play_moves`]).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("move {number} of the list: {source}")]
 pub struct MoveListError {

@@ -4,14 +4,14 @@ use std::fmt::{Debug, Display};
 use std::hash::Hash;
 use std::ops::Deref;
 
-use crate::{FenError, MoveError, PolicyMap};
+use crate::{FenError, MoveError};
 
-/// A side: the player who moves first is `White`.
+/// A side. In chess games `White` moves first; in Go `Black` does.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Color {
-    /// Moves first; plays up the board.
+    /// Chess: moves first, plays up the board. Go: the white stones.
     White = 0,
-    /// Moves second; plays down the board.
+    /// Chess: moves second, plays down the board. Go: the black stones, first to move.
     Black = 1,
 }
 
@@ -71,6 +71,8 @@ pub enum Termination {
     InsufficientMaterial,
     /// The game reached the configured ply cap (an adjudicated draw).
     PlyCap,
+    /// Both players passed in a row and the board was scored (Go).
+    Scored,
 }
 
 impl Display for Termination {
@@ -82,6 +84,7 @@ impl Display for Termination {
             Termination::ThreefoldRepetition => "threefold repetition",
             Termination::InsufficientMaterial => "insufficient material",
             Termination::PlyCap => "ply cap",
+            Termination::Scored => "two passes, scored",
         })
     }
 }
@@ -201,12 +204,20 @@ impl<'a, M> IntoIterator for &'a MoveList<M> {
 /// A value is one position (no history); [`History`](crate::History) adds the
 /// earlier positions that repetition and the network's input need. Search,
 /// encoders, records and tools are generic over this trait.
+///
+/// Every game has a text form for positions and one for moves: FEN and UCI
+/// for the chess games, a FEN-like form and GTP vertices for Go (see
+/// [`crate::go`]). Chess notions have a general meaning here: a game without
+/// check is never in check, a game without irreversible moves has a
+/// halfmove clock of 0.
 pub trait Game: Clone + Send + Sync + 'static {
-    /// A move of this game. `Display` writes it in UCI as the reference engine
-    /// for this game expects it (e.g. Fairy-Stockfish's `f1i1` for castling).
+    /// A move of this game. `Display` writes its text form as the reference
+    /// engine for this game expects it: UCI for the chess games (e.g.
+    /// Fairy-Stockfish's `f1i1` for castling), a GTP vertex for Go (`D4`, `pass`).
     type Move: Copy + Eq + Hash + Send + Sync + Debug + Display;
 
-    /// The variant's name as UCI engines spell it (`UCI_Variant`): `capablanca`, `chess`.
+    /// The game's name in configs; for chess games as UCI engines spell it
+    /// (`UCI_Variant`): `capablanca`, `chess`, `go9`, `go13`, `go19`.
     const NAME: &'static str;
     /// Board width.
     const FILES: usize;
@@ -216,13 +227,15 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// The standard starting position.
     fn startpos() -> Self;
 
-    /// Parses a FEN, rejecting anything that is not a reachable-looking position.
+    /// Parses the position's text form (FEN for chess games), rejecting
+    /// anything that is not a reachable-looking position.
     ///
     /// # Errors
     /// A [`FenError`] naming the field and what is wrong with it.
     fn from_fen(fen: &str) -> Result<Self, FenError>;
 
-    /// The position as FEN, written as the reference engine writes it.
+    /// The position's text form (FEN for chess games), written as the
+    /// reference engine writes it.
     fn fen(&self) -> String;
 
     /// Clears `out` and fills it with every legal move.
@@ -239,11 +252,11 @@ pub trait Game: Clone + Send + Sync + 'static {
     ///
     /// Playing a move that `legal_moves` did not produce may panic or leave
     /// the position in an unspecified (but memory-safe) state; parse user
-    /// input with [`Game::parse_uci`], which checks legality.
+    /// input with [`Game::parse_move`], which checks legality.
     fn play(&mut self, m: Self::Move);
 
     /// The outcome that this position alone decides: checkmate, stalemate,
-    /// the 50-move rule, insufficient material. Repetition and the ply cap
+    /// the 50-move rule, insufficient material; Go's two passes. Repetition and the ply cap
     /// need the game's history: see [`History::outcome`](crate::History::outcome).
     fn outcome(&self) -> Option<Outcome> {
         self.outcome_given(self.count_legal_moves() > 0)
@@ -253,25 +266,30 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// move has a legal move (a search that has just generated them).
     fn outcome_given(&self, has_legal_moves: bool) -> Option<Outcome>;
 
-    /// Whether the side to move is in check.
+    /// Whether the side to move is in check (never, in a game without check).
     fn is_check(&self) -> bool;
 
-    /// The conventional value of `color`'s pieces, in pawns: pawn 1, knight
-    /// and bishop 3, rook 5, archbishop 7, chancellor 8, queen 9, king 0.
-    /// For adjudicating games that reach a ply cap, not for search.
+    /// What `color` holds on the board, for adjudicating games that reach a
+    /// ply cap (not for search). Chess games: the conventional value of the
+    /// pieces, in pawns (pawn 1, knight and bishop 3, rook 5, archbishop 7,
+    /// chancellor 8, queen 9, king 0). Go: the area (stones and the empty
+    /// points that reach only them), without komi.
     fn material(&self, color: Color) -> u32;
 
-    /// Zobrist hash of pieces, side to move, castling rights and en passant;
+    /// Zobrist hash of what makes the position (chess: pieces, side to move,
+    /// castling rights and en passant; Go: stones, side, ko point, passes);
     /// updated incrementally by `play`.
     fn hash(&self) -> u64;
 
     /// The side to move.
     fn turn(&self) -> Color;
 
-    /// Plies since the game's first move, from the FEN's fullmove number.
+    /// Plies since the game's first move (chess: from the FEN's fullmove number).
     fn ply(&self) -> u32;
 
-    /// Plies since the last capture or pawn move (the FEN's halfmove clock).
+    /// Plies since the last irreversible move (chess: a capture or a pawn
+    /// move, the FEN's halfmove clock): only that far back can a position
+    /// repeat. 0 in games where repetition is not counted (Go).
     fn halfmove_clock(&self) -> u32;
 
     /// The move in 16 bits, for compact search trees: from-square, to-square
@@ -283,15 +301,17 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// behaviour): only unpack what was packed from this position's moves.
     fn unpack_move(&self, packed: u16) -> Self::Move;
 
-    /// Parses a move in UCI notation and checks that it is legal here.
+    /// Parses a move's text form (UCI for chess games, a GTP vertex for Go)
+    /// and checks that it is legal here.
     ///
     /// # Errors
     /// [`MoveError`] when the text is not a move, or not a legal one.
-    fn parse_uci(&self, uci: &str) -> Result<Self::Move, MoveError>;
+    fn parse_move(&self, uci: &str) -> Result<Self::Move, MoveError>;
 
-    /// Legal move `m` in standard algebraic notation, as PGN writes it:
-    /// piece letter, the least disambiguation, `x` for captures, `=Q` for
-    /// promotions, `O-O`/`O-O-O`, and `+` or `#`.
+    /// Legal move `m` as people write it: for chess games standard
+    /// algebraic notation, as PGN writes it (piece letter, the least
+    /// disambiguation, `x` for captures, `=Q` for promotions, `O-O`/`O-O-O`,
+    /// and `+` or `#`); for Go the vertex.
     fn san(&self, m: Self::Move) -> String;
 
     /// The legal move that SAN text `text` names here, as people and
@@ -304,13 +324,9 @@ pub trait Game: Clone + Send + Sync + 'static {
         read_san_by_matching(self, text)
     }
 
-    /// The policy map of this game (shared by every position).
-    fn policy_map() -> &'static PolicyMap;
-
-    /// The number of entries in the policy map: the policy head's width.
-    fn policy_size() -> usize {
-        Self::policy_map().len()
-    }
+    /// The number of moves the policy head scores: the size of the game's
+    /// move vocabulary (a chess game's [`PolicyMap`](crate::PolicyMap), Go's points and the pass).
+    fn policy_size() -> usize;
 
     /// The index of legal move `m` in the policy map, in the side-to-move
     /// frame (ranks mirrored when black is to move).

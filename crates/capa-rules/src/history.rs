@@ -57,9 +57,9 @@ impl<G: Game> History<G> {
     ///
     /// # Errors
     /// The first move that is malformed or illegal, with its place in the list.
-    pub fn play_uci_moves<'a>(&mut self, moves: impl IntoIterator<Item = &'a str>) -> Result<(), MoveListError> {
+    pub fn play_moves<'a>(&mut self, moves: impl IntoIterator<Item = &'a str>) -> Result<(), MoveListError> {
         for (i, text) in moves.into_iter().enumerate() {
-            let m = self.current().parse_uci(text).map_err(|source| MoveListError { number: i + 1, source })?;
+            let m = self.current().parse_move(text).map_err(|source| MoveListError { number: i + 1, source })?;
             self.play(m);
         }
         Ok(())

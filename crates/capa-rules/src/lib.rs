@@ -16,7 +16,7 @@
 //! use capa_rules::{Game, History, MoveList, capablanca::Capablanca};
 //!
 //! let mut game = History::new(Capablanca::startpos());
-//! let m = game.current().parse_uci("f2f4")?;
+//! let m = game.current().parse_move("f2f4")?;
 //! game.play(m);
 //! let mut moves = MoveList::new();
 //! game.current().legal_moves(&mut moves);
@@ -29,6 +29,7 @@
 
 pub mod capablanca;
 pub mod chess;
+pub mod go;
 mod error;
 mod game;
 mod history;

@@ -139,25 +139,25 @@ fn errors_render_with_the_fen() {
 #[test]
 fn uci_errors() {
     let pos = Capablanca::startpos();
-    assert!(matches!(pos.parse_uci("e2e5"), Err(MoveError::Illegal { .. })));
-    assert!(matches!(pos.parse_uci("e2"), Err(MoveError::Malformed { .. })));
-    assert!(matches!(pos.parse_uci("k2k4"), Err(MoveError::Malformed { .. })));
-    assert!(matches!(pos.parse_uci("e2e4q"), Err(MoveError::Illegal { .. })));
-    assert!(matches!(pos.parse_uci("0000"), Err(MoveError::Malformed { .. })));
-    assert!(matches!(pos.parse_uci("e2e4x"), Err(MoveError::Malformed { .. })));
-    assert_eq!(pos.parse_uci("j2j4").unwrap().to_string(), "j2j4");
+    assert!(matches!(pos.parse_move("e2e5"), Err(MoveError::Illegal { .. })));
+    assert!(matches!(pos.parse_move("e2"), Err(MoveError::Malformed { .. })));
+    assert!(matches!(pos.parse_move("k2k4"), Err(MoveError::Malformed { .. })));
+    assert!(matches!(pos.parse_move("e2e4q"), Err(MoveError::Illegal { .. })));
+    assert!(matches!(pos.parse_move("0000"), Err(MoveError::Malformed { .. })));
+    assert!(matches!(pos.parse_move("e2e4x"), Err(MoveError::Malformed { .. })));
+    assert_eq!(pos.parse_move("j2j4").unwrap().to_string(), "j2j4");
     let chess = Chess::startpos();
-    assert!(matches!(chess.parse_uci("i2i4"), Err(MoveError::Malformed { .. })));
-    assert!(matches!(chess.parse_uci("e2e5"), Err(MoveError::Illegal { .. })));
-    assert!(matches!(chess.parse_uci("e7e8c"), Err(MoveError::Malformed { .. })));
+    assert!(matches!(chess.parse_move("i2i4"), Err(MoveError::Malformed { .. })));
+    assert!(matches!(chess.parse_move("e2e5"), Err(MoveError::Illegal { .. })));
+    assert!(matches!(chess.parse_move("e7e8c"), Err(MoveError::Malformed { .. })));
     // Castling is the king's two-square move in UCI, not king-takes-rook.
     let castling = Chess::from_fen("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1").unwrap();
-    assert!(castling.parse_uci("e1g1").is_ok());
-    assert!(matches!(castling.parse_uci("e1h1"), Err(MoveError::Illegal { .. })));
+    assert!(castling.parse_move("e1g1").is_ok());
+    assert!(matches!(castling.parse_move("e1h1"), Err(MoveError::Illegal { .. })));
     let capa = Capablanca::from_fen("r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1").unwrap();
-    assert!(capa.parse_uci("f1i1").is_ok());
-    assert!(matches!(capa.parse_uci("f1j1"), Err(MoveError::Illegal { .. })));
-    let err = pos.parse_uci("e2e5").unwrap_err().to_string();
+    assert!(capa.parse_move("f1i1").is_ok());
+    assert!(matches!(capa.parse_move("f1j1"), Err(MoveError::Illegal { .. })));
+    let err = pos.parse_move("e2e5").unwrap_err().to_string();
     assert!(err.contains("e2e5") && err.contains("rnabqkbcnr/"), "{err}");
 }
 
@@ -232,22 +232,22 @@ proptest! {
 
     #[test]
     fn uci_parsers_never_panic(s in "[a-l0-9qrbnack]{0,6}|\\PC{0,8}") {
-        let _ = Capablanca::startpos().parse_uci(&s);
-        let _ = Capablanca::from_fen(CAPA[3]).unwrap().parse_uci(&s);
-        let _ = Chess::startpos().parse_uci(&s);
-        let _ = Chess::from_fen(CHESS[3]).unwrap().parse_uci(&s);
+        let _ = Capablanca::startpos().parse_move(&s);
+        let _ = Capablanca::from_fen(CAPA[3]).unwrap().parse_move(&s);
+        let _ = Chess::startpos().parse_move(&s);
+        let _ = Chess::from_fen(CHESS[3]).unwrap().parse_move(&s);
     }
 
     #[test]
     fn san_readers_never_panic(s in "[KQRBNACa-j1-8x=+#O0-]{0,8}|\\PC{0,10}") {
         for position in [Capablanca::startpos(), Capablanca::from_fen(CAPA[3]).unwrap()] {
             if let Ok(m) = position.read_san(&s) {
-                prop_assert!(position.parse_uci(&m.to_string()).is_ok());
+                prop_assert!(position.parse_move(&m.to_string()).is_ok());
             }
         }
         for position in [Chess::startpos(), Chess::from_fen(CHESS[3]).unwrap()] {
             if let Ok(m) = position.read_san(&s) {
-                prop_assert!(position.parse_uci(&m.to_string()).is_ok());
+                prop_assert!(position.parse_move(&m.to_string()).is_ok());
             }
         }
     }

@@ -25,7 +25,7 @@ use capa_rules::{Game, divide};
 use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, random_game};
 
 /// An engine process, spoken to line by line.
-struct Engine {
+pub(crate) struct Engine {
     name: String,
     child: Child,
     stdin: ChildStdin,
@@ -33,7 +33,7 @@ struct Engine {
 }
 
 impl Engine {
-    fn spawn(path: &PathBuf, args: &[&str]) -> Engine {
+    pub(crate) fn spawn(path: &PathBuf, args: &[&str]) -> Engine {
         let name = path.display().to_string();
         let mut child = Command::new(path)
             .args(args)
@@ -68,7 +68,7 @@ impl Engine {
         engine
     }
 
-    fn send(&mut self, command: &str) {
+    pub(crate) fn send(&mut self, command: &str) {
         writeln!(self.stdin, "{command}").unwrap_or_else(|e| panic!("{} stopped reading: {e}", self.name));
     }
 
@@ -78,7 +78,7 @@ impl Engine {
     }
 
     /// Lines up to and including the first for which `last` holds.
-    fn read_until_line(&mut self, what: &str, last: impl Fn(&str) -> bool) -> Vec<String> {
+    pub(crate) fn read_until_line(&mut self, what: &str, last: impl Fn(&str) -> bool) -> Vec<String> {
         let mut seen = Vec::new();
         loop {
             match self.lines.recv_timeout(Duration::from_secs(60)) {
@@ -143,7 +143,7 @@ impl Drop for Engine {
 }
 
 /// The engine binary, or `None` to skip (only when `CAPA_SKIP_ENGINE_TESTS=1`).
-fn locate(binary: &str, override_var: &str) -> Option<PathBuf> {
+pub(crate) fn locate(binary: &str, override_var: &str) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(override_var) {
         return Some(PathBuf::from(path));
     }
@@ -156,7 +156,7 @@ fn locate(binary: &str, override_var: &str) -> Option<PathBuf> {
         }
         panic!(
             "{binary} not found in PATH or /usr/games. Install it with \
-             `apt-get update && apt-get install -y fairy-stockfish stockfish`, point {override_var} \
+             `apt-get update && apt-get install -y fairy-stockfish stockfish sjaakii gnugo`, point {override_var} \
              at it, or set CAPA_SKIP_ENGINE_TESTS=1 to skip engine cross-checks"
         );
     }

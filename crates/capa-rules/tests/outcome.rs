@@ -82,7 +82,7 @@ fn threefold<G: Game>(shuffle: [&str; 4]) {
     for round in 0..2 {
         for uci in shuffle {
             assert_eq!(game.outcome(), None);
-            let m = game.current().parse_uci(uci).unwrap();
+            let m = game.current().parse_move(uci).unwrap();
             game.play(m);
         }
         assert_eq!(game.repetitions(), round + 1);
@@ -104,7 +104,7 @@ fn repetition_needs_the_same_castling_rights() {
     let mut game = History::new(Capablanca::from_fen("r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1").unwrap());
     for _ in 0..2 {
         for uci in ["f1f2", "f8f7", "f2f1", "f7f8"] {
-            let m = game.current().parse_uci(uci).unwrap();
+            let m = game.current().parse_move(uci).unwrap();
             game.play(m);
         }
     }
@@ -116,7 +116,7 @@ fn ply_cap_adjudicates_a_draw() {
     let mut game = History::new(Capablanca::startpos()).with_ply_cap(2);
     for uci in ["e2e4", "e7e5"] {
         assert_eq!(game.outcome(), None);
-        let m = game.current().parse_uci(uci).unwrap();
+        let m = game.current().parse_move(uci).unwrap();
         game.play(m);
     }
     assert_eq!(game.outcome(), Some(Outcome::draw(Termination::PlyCap)));

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use capa_rules::capablanca::{Capablanca, MoveKind};
 use capa_rules::chess::Chess;
-use capa_rules::{Game, MoveList};
+use capa_rules::{Game, MoveList, PolicyMap};
 
 use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, random_game};
 
@@ -17,7 +17,9 @@ fn mirrored(uci: &str, ranks: u8) -> String {
 /// move itself (mirrored for black) unless `renamed` says the map spells it
 /// differently (castling as king-takes-rook, knight promotions unsuffixed).
 /// Returns how many positions were checked.
-fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64, renamed: impl Fn(G::Move) -> bool) -> usize {
+fn distinct_indices<G: Game>(
+    map: &PolicyMap,
+    fens: &[&str], playouts: usize, seed: u64, renamed: impl Fn(G::Move) -> bool) -> usize {
     let mut rng = Rng::new(seed);
     let mut moves = MoveList::new();
     let mut positions = 0;
@@ -38,7 +40,7 @@ fn distinct_indices<G: Game>(fens: &[&str], playouts: usize, seed: u64, renamed:
                         capa_rules::Color::White => m.to_string(),
                         capa_rules::Color::Black => mirrored(&m.to_string(), G::RANKS as u8),
                     };
-                    assert_eq!(G::policy_map().uci(index).unwrap(), own, "{m} in {}", pos.fen());
+                    assert_eq!(map.uci(index).unwrap(), own, "{m} in {}", pos.fen());
                 }
             }
             positions += 1;
@@ -53,7 +55,7 @@ fn capablanca_indices_are_distinct() {
     let renamed = |m: capa_rules::capablanca::Move| {
         m.kind() == MoveKind::Castle || m.promotion() == Some(capa_rules::capablanca::Role::Knight)
     };
-    assert!(distinct_indices::<Capablanca>(&CAPABLANCA_FENS, 200, 1, renamed) > 10_000);
+    assert!(distinct_indices::<Capablanca>(Capablanca::policy_map(), &CAPABLANCA_FENS, 200, 1, renamed) > 10_000);
 }
 
 #[test]
@@ -63,14 +65,14 @@ fn chess_indices_are_distinct() {
         let m = m.as_shakmaty();
         m.is_castle() || m.promotion() == Some(shakmaty::Role::Knight)
     };
-    assert!(distinct_indices::<Chess>(&CHESS_FENS, 200, 2, renamed) > 10_000);
+    assert!(distinct_indices::<Chess>(Chess::policy_map(), &CHESS_FENS, 200, 2, renamed) > 10_000);
 }
 
 #[test]
 fn chess_castling_is_king_takes_rook() {
     let pos = Chess::from_fen("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1").unwrap();
     let map = Chess::policy_map();
-    let index = |p: &Chess, uci: &str| map.uci(p.policy_index(p.parse_uci(uci).unwrap())).unwrap();
+    let index = |p: &Chess, uci: &str| map.uci(p.policy_index(p.parse_move(uci).unwrap())).unwrap();
     assert_eq!(index(&pos, "e1g1"), "e1h1");
     assert_eq!(index(&pos, "e1c1"), "e1a1");
     // Black's moves are mirrored: O-O is e8h8, seen from black's side e1h1.
@@ -83,7 +85,7 @@ fn chess_castling_is_king_takes_rook() {
 fn capablanca_promotions_and_castling() {
     let map = Capablanca::policy_map();
     let pos = Capablanca::from_fen(CAPABLANCA_FENS[3]).unwrap();
-    let index = |p: &Capablanca, uci: &str| map.uci(p.policy_index(p.parse_uci(uci).unwrap())).unwrap();
+    let index = |p: &Capablanca, uci: &str| map.uci(p.policy_index(p.parse_move(uci).unwrap())).unwrap();
     assert_eq!(index(&pos, "b7a8c"), "b7a8c");
     assert_eq!(index(&pos, "b7a8a"), "b7a8a");
     // A knight promotion uses the plain entry, as in Lc0.

@@ -27,7 +27,7 @@ fn check_invariants<G: Game>(pos: &G, extra: impl Fn(&G)) {
     assert_eq!(pos.count_legal_moves(), a.len(), "bulk count vs list in {fen}");
     let mut packed = BTreeSet::new();
     for &m in a.iter() {
-        assert_eq!(pos.parse_uci(&m.to_string()), Ok(m), "UCI round trip of {m} in {fen}");
+        assert_eq!(pos.parse_move(&m.to_string()), Ok(m), "UCI round trip of {m} in {fen}");
         assert_eq!(pos.unpack_move(G::pack_move(m)), m, "16-bit round trip of {m} in {fen}");
         assert!(packed.insert(G::pack_move(m)), "two moves pack to the same bits in {fen}");
     }
@@ -64,28 +64,28 @@ fn en_passant_square_as_the_engines_write_it() {
     // still writes d6 (a pawn attacks it), but the hash ignores it.
     let pinned = "4k5/3p6/10/K3P4r/10/10/10/10 b - - 0 1";
     let mut pos = Capablanca::from_fen(pinned).unwrap();
-    pos.play(pos.parse_uci("d7d5").unwrap());
+    pos.play(pos.parse_move("d7d5").unwrap());
     assert_eq!(pos.fen(), "4k5/10/10/K2pP4r/10/10/10/10 w - d6 0 2");
-    assert!(pos.parse_uci("e5d6").is_err());
+    assert!(pos.parse_move("e5d6").is_err());
     let without = Capablanca::from_fen("4k5/10/10/K2pP4r/10/10/10/10 w - - 0 2").unwrap();
     assert_eq!(pos.hash(), without.hash(), "an illegal en passant capture does not change the position");
 
     let free = "4k5/3p6/10/4P5/10/10/10/K9 b - - 0 1";
     let mut pos = Capablanca::from_fen(free).unwrap();
-    pos.play(pos.parse_uci("d7d5").unwrap());
+    pos.play(pos.parse_move("d7d5").unwrap());
     assert_eq!(pos.fen(), "4k5/10/10/3pP5/10/10/10/K9 w - d6 0 2");
-    assert!(pos.parse_uci("e5d6").is_ok());
+    assert!(pos.parse_move("e5d6").is_ok());
     let without = Capablanca::from_fen("4k5/10/10/3pP5/10/10/10/K9 w - - 0 2").unwrap();
     assert_ne!(pos.hash(), without.hash(), "a legal en passant capture makes a different position");
 
     // No pawn attacks the square: not written.
     let mut pos = Capablanca::from_fen("4k5/3p6/10/10/10/10/10/K9 b - - 0 1").unwrap();
-    pos.play(pos.parse_uci("d7d5").unwrap());
+    pos.play(pos.parse_move("d7d5").unwrap());
     assert_eq!(pos.fen(), "4k5/10/10/3p6/10/10/10/K9 w - - 0 2");
 
     // Chess, the same with Stockfish's rule.
     let mut pos = Chess::from_fen("4k3/3p4/8/K3P2r/8/8/8/8 b - - 0 1").unwrap();
-    pos.play(pos.parse_uci("d7d5").unwrap());
+    pos.play(pos.parse_move("d7d5").unwrap());
     assert_eq!(pos.fen(), "4k3/8/8/K2pP2r/8/8/8/8 w - d6 0 2");
     assert_eq!(pos.hash(), Chess::from_fen("4k3/8/8/K2pP2r/8/8/8/8 w - - 0 2").unwrap().hash());
 }
@@ -128,10 +128,10 @@ fn capablanca_castling_rules() {
     assert_eq!(castles("r4k3r/10/10/10/10/10/9r/R4K3R w KQ - 0 1"), ["f1c1", "f1i1"]);
     // The rooks land on h1 and d1.
     let mut pos = Capablanca::from_fen(open).unwrap();
-    pos.play(pos.parse_uci("f1i1").unwrap());
+    pos.play(pos.parse_move("f1i1").unwrap());
     assert_eq!(pos.fen(), "r4k3r/10/10/10/10/10/10/R6RK1 b kq - 1 1");
     let mut pos = Capablanca::from_fen(open).unwrap();
-    pos.play(pos.parse_uci("f1c1").unwrap());
+    pos.play(pos.parse_move("f1c1").unwrap());
     assert_eq!(pos.fen(), "r4k3r/10/10/10/10/10/10/2KR5R b kq - 1 1");
 }
 
@@ -139,10 +139,10 @@ fn capablanca_castling_rules() {
 fn castling_rights_follow_king_and_rooks() {
     let mut pos = Capablanca::from_fen("r4k3r/10/10/10/10/10/10/R4K3R w KQkq - 0 1").unwrap();
     // A rook captured on its corner takes the right with it.
-    pos.play(pos.parse_uci("a1a8").unwrap());
+    pos.play(pos.parse_move("a1a8").unwrap());
     assert_eq!(pos.castling_rights(), "Kk");
-    pos.play(pos.parse_uci("f8f7").unwrap());
+    pos.play(pos.parse_move("f8f7").unwrap());
     assert_eq!(pos.castling_rights(), "K");
-    pos.play(pos.parse_uci("j1j2").unwrap());
+    pos.play(pos.parse_move("j1j2").unwrap());
     assert_eq!(pos.castling_rights(), "-");
 }

@@ -11,7 +11,7 @@ use crate::common::{Rng, random_game};
 
 fn san<G: Game>(fen: &str, uci: &str) -> String {
     let position = G::from_fen(fen).unwrap();
-    let m = position.parse_uci(uci).unwrap();
+    let m = position.parse_move(uci).unwrap();
     position.san(m)
 }
 

@@ -3,6 +3,7 @@
 mod bad_input;
 mod common;
 mod engines;
+mod go;
 mod outcome;
 mod perft;
 mod policy;

@@ -262,7 +262,7 @@ mod tests {
         let mut position = Chess::startpos();
         let (mut moves, mut plies) = (Vec::new(), Vec::new());
         for (ply, uci) in ["e2e4", "e7e5", "g1f3", "b8c6"].into_iter().enumerate() {
-            let m = position.parse_uci(uci).unwrap();
+            let m = position.parse_move(uci).unwrap();
             let mut legal = MoveList::new();
             position.legal_moves(&mut legal);
             let other = legal.iter().copied().find(|&o| o != m).unwrap();

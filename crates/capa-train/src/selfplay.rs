@@ -418,7 +418,7 @@ mod tests {
         // White has a chancellor (8 pawns) against a bare king; one ply reaches the cap.
         let start = Capablanca::from_fen("k9/10/10/10/10/10/10/1C7K w - - 0 1").unwrap();
         let mut history = History::new(start).with_ply_cap(1);
-        history.play(start.parse_uci("j1i1").unwrap());
+        history.play(start.parse_move("j1i1").unwrap());
         let capped = Some((None, Ending::Rules(Termination::PlyCap)));
         assert_eq!(outcome(&history, 0), capped);
         assert_eq!(outcome(&history, 9), capped);

@@ -273,7 +273,7 @@ mod tests {
         let mut repeated = vec![false];
         let mut sans = Vec::new();
         for m in uci {
-            let parsed = history.current().parse_uci(m).unwrap();
+            let parsed = history.current().parse_move(m).unwrap();
             sans.push(history.current().san(parsed));
             history.play(parsed);
             repeated.push(history.repetitions() > 0);

@@ -270,6 +270,11 @@ impl MoveSink for Counter {
 }
 
 impl Capablanca {
+    /// The policy map: the network's move vocabulary, Lc0's rule on this board.
+    pub fn policy_map() -> &'static PolicyMap {
+        &POLICY
+    }
+
     fn empty() -> Capablanca {
         Capablanca {
             by_color: [Bitboard::EMPTY; 2],
@@ -862,7 +867,7 @@ impl Game for Capablanca {
         Move { from, to, kind }
     }
 
-    fn parse_uci(&self, uci: &str) -> Result<Move, MoveError> {
+    fn parse_move(&self, uci: &str) -> Result<Move, MoveError> {
         let parts = split_uci(uci, FILES, RANKS, "qrbnac")?;
         let from = Square::new(parts.from.0, parts.from.1);
         let to = Square::new(parts.to.0, parts.to.1);
@@ -927,8 +932,8 @@ impl Game for Capablanca {
         san
     }
 
-    fn policy_map() -> &'static PolicyMap {
-        &POLICY
+    fn policy_size() -> usize {
+        POLICY.len()
     }
 
     fn policy_index(&self, m: Move) -> usize {
