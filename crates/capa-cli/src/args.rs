@@ -82,6 +82,12 @@ pub enum Variant {
     Capablanca,
     /// Standard chess.
     Chess,
+    /// Go on 9x9 (players speak GTP).
+    Go9,
+    /// Go on 13x13.
+    Go13,
+    /// Go on 19x19.
+    Go19,
 }
 
 impl Variant {
@@ -90,6 +96,9 @@ impl Variant {
         match self {
             Variant::Capablanca => GameKind::Capablanca,
             Variant::Chess => GameKind::Chess,
+            Variant::Go9 => GameKind::Go9,
+            Variant::Go13 => GameKind::Go13,
+            Variant::Go19 => GameKind::Go19,
         }
     }
 }

@@ -186,10 +186,7 @@ impl BenchCommand {
                     groups,
                     eval_per_leaf: Duration::from_nanos(eval_ns_per_leaf),
                 };
-                match variant {
-                    Variant::Capablanca => search::<Capablanca>(&args),
-                    Variant::Chess => search::<Chess>(&args),
-                }
+                capa_net::for_game!(variant.kind(), G => search::<G>(&args))
             }
             BenchCommand::Lc0 { files, repeat } => lc0(&files, repeat),
             BenchCommand::V6 { data, positions, shuffle_buffer } => v6(&data, positions, shuffle_buffer),
@@ -237,6 +234,7 @@ impl BenchCommand {
                 match variant {
                     Variant::Capablanca => crate::explorer_bench::run::<Capablanca>(&bench, variant.kind()),
                     Variant::Chess => crate::explorer_bench::run::<Chess>(&bench, variant.kind()),
+                    go => bail!("the opening explorer indexes chess games, not {}", go.kind().name()),
                 }
             }
         }
@@ -393,13 +391,10 @@ impl capa_net::BackendTask for &NetBench {
 
     fn run<B: capa_net::CapaAutodiffBackend>(self, device: B::Device) -> Result<()> {
         use capa_net::burn::prelude::*;
-        use capa_net::{GameKind, Net, Targets, TrainConfig, Trainer};
+        use capa_net::{Net, Targets, TrainConfig, Trainer};
         let game = self.config.game;
         let (planes_per, ranks, files, policy_size) = (game.planes(), game.ranks(), game.files(), game.policy_size());
-        let (planes, policy, legal) = match game {
-            GameKind::Capablanca => net_inputs::<capa_rules::capablanca::Capablanca>(self.batch),
-            GameKind::Chess => net_inputs::<capa_rules::chess::Chess>(self.batch),
-        };
+        let (planes, policy, legal) = capa_net::for_game!(game, G => net_inputs::<G>(self.batch));
         let input = |rows: usize| -> Tensor<B::InnerBackend, 4> {
             let data =
                 TensorData::new(planes[..rows * planes_per * ranks * files].to_vec(), [rows, planes_per, ranks, files]);

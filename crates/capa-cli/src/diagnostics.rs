@@ -6,11 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use capa_mcts::{Evaluations, Evaluator, LeafRequest, Rng, random_opening};
-use capa_net::{DeviceSpec, GameKind, NetEvaluator, NetGame};
+use capa_net::{DeviceSpec, NetEvaluator, NetGame};
 
 use crate::args::DeviceArgs;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
 
 /// Positions per network batch.
 const BATCH: usize = 256;
@@ -107,10 +105,7 @@ fn policy_health(nets: &[PathBuf], positions: usize, seed: u64, device: DeviceSp
     }
     for net in nets {
         let game = capa_net::read_net_config(net).with_context(|| format!("cannot read {}", net.display()))?.game;
-        let (mean, median) = match game {
-            GameKind::Capablanca => peakedness::<Capablanca>(net, positions, seed, device)?,
-            GameKind::Chess => peakedness::<Chess>(net, positions, seed, device)?,
-        };
+        let (mean, median) = capa_net::for_game!(game, G => peakedness::<G>(net, positions, seed, device))?;
         println!(
             "{}: max prior x legal moves {mean:.2} (median {median:.2}) over {positions} positions; 1.0 is uniform",
             net.display()

@@ -159,6 +159,7 @@ impl GenCommand {
         let summary = match variant {
             Variant::Capablanca => generate::<Capablanca>(&args, &on_event),
             Variant::Chess => generate::<Chess>(&args, &on_event),
+            go => anyhow::bail!("distillation asks a UCI engine, which plays chess games, not {}", go.kind().name()),
         };
         bar.finish_and_clear();
         let summary = summary?;

@@ -103,12 +103,14 @@ impl EloCommand {
             return match game {
                 GameKind::Capablanca => self.place::<Capablanca>(network, &ladder, limit, timeout),
                 GameKind::Chess => self.place::<Chess>(network, &ladder, limit, timeout),
+                go => bail!("a ladder of UCI engines rates chess games, and the network plays {}", go.name()),
             };
         }
         let engine = setup(UciPlayer::command(&self.engine)?.with_options(self.options.iter().cloned()));
         match game {
             GameKind::Capablanca => self.rate::<Capablanca>(network, engine, limit),
             GameKind::Chess => self.rate::<Chess>(network, engine, limit),
+            go => bail!("capa elo rates against UCI engines (chess games), and the network plays {}", go.name()),
         }
     }
 

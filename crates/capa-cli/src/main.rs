@@ -9,6 +9,7 @@ mod diagnostics;
 mod distill;
 mod elo;
 mod explorer_bench;
+mod gtp;
 mod gui;
 mod help_markdown;
 mod ladder;
@@ -26,7 +27,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-/// capa: an AlphaZero-style training framework for Capablanca chess and chess.
+/// capa: an AlphaZero-style training framework for Capablanca chess, chess and Go.
 #[derive(Parser, Debug)]
 #[command(name = "capa", version, about)]
 struct Cli {
@@ -41,6 +42,7 @@ enum Command {
     Perft(rules::PerftCommand),
     Legal(rules::LegalCommand),
     Uci(uci::EngineArgs),
+    Gtp(gtp::GtpArgs),
     Match(matches::MatchCommand),
     Elo(elo::EloCommand),
     Ladder(ladder::LadderCommand),
@@ -83,6 +85,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Perft(command) => command.run(),
         Command::Legal(command) => command.run(),
         Command::Uci(args) => uci::run(&args),
+        Command::Gtp(args) => gtp::run(&args),
         Command::Match(command) => command.run(),
         Command::Elo(command) => command.run(),
         Command::Ladder(command) => command.run(),

@@ -1,16 +1,19 @@
 //! `capa match`: the arguments, and the lines it prints; the match is
 //! capa-play's, every player a UCI process.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use capa_data::read_openings;
 use capa_net::GameKind;
-use capa_play::{GameEnd, MatchSettings, MoveLimit, Openings, Sprt, SprtVerdict, UciPlayer, play_match};
+use capa_play::{
+    GameEnd, GtpPlayer, MatchSettings, MoveLimit, Openings, Player, Sprt, SprtVerdict, UciPlayer, play_match,
+};
 use capa_rules::Game;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
+use capa_rules::go::{Go9, Go13, Go19};
 
 use crate::args::{DeviceArgs, LimitArgs, Variant, parse_option, parse_sprt, seconds};
 
@@ -89,10 +92,31 @@ impl MatchCommand {
         }
         let (limit, timeout) = (self.limit.limit()?, seconds(self.timeout)?);
         let capa = std::env::current_exe().context("cannot find the capa executable to run networks with")?;
+        let game = self.game()?;
+        if !game.is_chess() {
+            let MoveLimit::Nodes(playouts) = limit else {
+                bail!("a Go match takes --nodes (the networks' playouts per move); GTP engines set their own strength")
+            };
+            let player = |spec: &str| -> Result<GtpPlayer> {
+                let player = match network_file(spec) {
+                    Some(path) => GtpPlayer::network(&capa, path, playouts, self.device.spec())?.0,
+                    None => GtpPlayer::command(spec)?,
+                };
+                Ok(player.with_timeout(timeout))
+            };
+            if !(self.option_a.is_empty() && self.option_b.is_empty()) {
+                bail!("--option-a and --option-b set UCI options; a GTP engine takes its settings on its command line");
+            }
+            let (mut a, mut b) = (player(&self.a)?, player(&self.b)?);
+            return match game {
+                GameKind::Go9 => self.play::<Go9>(&mut a, &mut b, limit),
+                GameKind::Go13 => self.play::<Go13>(&mut a, &mut b, limit),
+                _ => self.play::<Go19>(&mut a, &mut b, limit),
+            };
+        }
         let mut players = Vec::new();
-        let mut games = Vec::new();
         for (which, spec, options) in [("A", &self.a, &self.option_a), ("B", &self.b, &self.option_b)] {
-            let (player, game) = UciPlayer::from_spec(spec, &capa, self.device.spec())
+            let (player, _) = UciPlayer::from_spec(spec, &capa, self.device.spec())
                 .with_context(|| format!("player {which}: {spec}"))?;
             players.push(
                 player
@@ -101,9 +125,32 @@ impl MatchCommand {
                     .with_timeout(timeout)
                     .with_processes(self.concurrency),
             );
-            games.extend(game);
         }
-        let game = match (games.as_slice(), self.variant.map(Variant::kind)) {
+        let [mut a, mut b] = <[UciPlayer; 2]>::try_from(players).map_err(|_| anyhow::anyhow!("two players"))?;
+        match game {
+            GameKind::Capablanca => {
+                a.start::<Capablanca>()?;
+                b.start::<Capablanca>()?;
+                self.play::<Capablanca>(&mut a, &mut b, limit)
+            }
+            _ => {
+                a.start::<Chess>()?;
+                b.start::<Chess>()?;
+                self.play::<Chess>(&mut a, &mut b, limit)
+            }
+        }
+    }
+
+    /// The game: the networks' (which must agree) and --variant's.
+    fn game(&self) -> Result<GameKind> {
+        let mut games = Vec::new();
+        for (which, spec) in [("A", &self.a), ("B", &self.b)] {
+            if let Some(path) = network_file(spec) {
+                let config = capa_net::read_net_config(path).with_context(|| format!("player {which}: {spec}"))?;
+                games.push(config.game);
+            }
+        }
+        Ok(match (games.as_slice(), self.variant.map(Variant::kind)) {
             ([], None) => bail!("neither player is a network: say which game with --variant"),
             ([], Some(variant)) => variant,
             ([first, rest @ ..], variant) => {
@@ -112,17 +159,10 @@ impl MatchCommand {
                 }
                 *first
             }
-        };
-        let [a, b] = <[UciPlayer; 2]>::try_from(players).map_err(|_| anyhow::anyhow!("two players"))?;
-        match game {
-            GameKind::Capablanca => self.play::<Capablanca>(a, b, limit),
-            GameKind::Chess => self.play::<Chess>(a, b, limit),
-        }
+        })
     }
 
-    fn play<G: Game>(&self, mut a: UciPlayer, mut b: UciPlayer, limit: MoveLimit) -> Result<()> {
-        a.start::<G>()?;
-        b.start::<G>()?;
+    fn play<G: Game>(&self, a: &mut dyn Player<G>, b: &mut dyn Player<G>, limit: MoveLimit) -> Result<()> {
         let openings = match &self.openings {
             Some(path) => Openings::List(read_openings::<G>(path)?),
             None => Openings::Random { plies: self.random_plies, seed: self.seed },
@@ -147,7 +187,7 @@ impl MatchCommand {
             self.concurrency
         );
         let started = Instant::now();
-        let score = play_match::<G>(&mut a, &mut b, &settings, &mut print_game)?;
+        let score = play_match::<G>(a, b, &settings, &mut print_game)?;
         let (elo, low, high) = score.elo();
         println!(
             "{} vs {}: +{} ={} -{} of {} games, score {:.1}%, Elo {elo:+.0} (95%: {low:+.0} to {high:+.0}), {:.0} s",
@@ -178,6 +218,12 @@ impl MatchCommand {
         }
         Ok(())
     }
+}
+
+/// The network file a player spec names, if it names one.
+fn network_file(spec: &str) -> Option<&Path> {
+    let path = Path::new(spec);
+    (path.is_file() && path.extension().is_some_and(|e| e == "safetensors")).then_some(path)
 }
 
 /// A game's line on stderr.

@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use capa_data::{centipawns, write_atomically};
 use capa_mcts::{Limits, PLAY_PARALLEL_SIMS, SearchParams, Tree};
-use capa_net::{GameKind, NetEvaluator, NetGame};
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
+use capa_net::{NetEvaluator, NetGame};
 use capa_rules::{Color, Game, GameResult, History, MoveList};
 
 use crate::args::DeviceArgs;
@@ -58,10 +56,7 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     }
     let game =
         capa_net::read_net_config(&args.net).with_context(|| format!("cannot read {}", args.net.display()))?.game;
-    match game {
-        GameKind::Capablanca => play::<Capablanca>(args),
-        GameKind::Chess => play::<Chess>(args),
-    }
+    capa_net::for_game!(game, G => play::<G>(args))
 }
 
 fn play<G: NetGame>(args: &PlayArgs) -> Result<()> {

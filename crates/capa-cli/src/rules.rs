@@ -4,11 +4,9 @@ use std::io::{self, Write};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList, divide, perft};
 
-use crate::args::{PositionArgs, Variant};
+use crate::args::PositionArgs;
 
 /// Count the leaves of the legal-move tree (last ply counted in bulk, as engines do).
 ///
@@ -32,10 +30,7 @@ impl PerftCommand {
     /// # Errors
     /// A bad FEN, a closed stdout.
     pub fn run(self) -> Result<()> {
-        match self.position.variant {
-            Variant::Capablanca => run_perft(load::<Capablanca>(&self.position)?, self.depth, self.divide),
-            Variant::Chess => run_perft(load::<Chess>(&self.position)?, self.depth, self.divide),
-        }
+        capa_net::for_game!(self.position.variant.kind(), G => run_perft(load::<G>(&self.position)?, self.depth, self.divide))
     }
 }
 
@@ -55,10 +50,7 @@ impl LegalCommand {
     /// # Errors
     /// A bad FEN, a closed stdout.
     pub fn run(self) -> Result<()> {
-        match self.position.variant {
-            Variant::Capablanca => run_legal(&load::<Capablanca>(&self.position)?),
-            Variant::Chess => run_legal(&load::<Chess>(&self.position)?),
-        }
+        capa_net::for_game!(self.position.variant.kind(), G => run_legal(&load::<G>(&self.position)?))
     }
 }
 

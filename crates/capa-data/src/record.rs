@@ -57,7 +57,8 @@ pub enum Ending {
 }
 
 impl Ending {
-    const ALL: [Ending; 8] = [
+    /// Every ending, in the order of their codes on disk (append only).
+    const ALL: [Ending; 9] = [
         Ending::Rules(Termination::Checkmate),
         Ending::Rules(Termination::Stalemate),
         Ending::Rules(Termination::FiftyMoveRule),
@@ -66,6 +67,7 @@ impl Ending {
         Ending::Rules(Termination::PlyCap),
         Ending::Resignation,
         Ending::Adjudication,
+        Ending::Rules(Termination::Scored),
     ];
 
     pub(crate) fn code(self) -> u8 {

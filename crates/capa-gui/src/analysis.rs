@@ -58,6 +58,11 @@ impl Network {
                 NetEvaluator::from_file(path, device).context(what)?,
                 CACHE,
             ))),
+            go => anyhow::bail!(
+                "{}: a {} network; the GUI analyses chess games (use `capa gtp` with a Go GUI)",
+                path.display(),
+                go.name()
+            ),
         })
     }
 

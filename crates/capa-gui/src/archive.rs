@@ -97,6 +97,7 @@ fn read_pgn<R: BufRead>(
                 replay::<Capablanca>(&game).map(|(start, moves)| sink.capablanca(&start, &moves, meta))
             }
             Ok(GameKind::Chess) => replay::<Chess>(&game).map(|(start, moves)| sink.chess(&start, &moves, meta)),
+            Ok(go) => Err(format!("{} games are not drawn", go.name())),
             Err(e) => Err(e),
         };
         match replayed {
@@ -170,6 +171,7 @@ pub fn read_run_games(run: &RunDir, game: GameKind, sink: &mut impl GameSink, re
                 .map(|record| sink.capablanca(&record.start, &record.moves, record_meta(&record, &entry.key))),
             GameKind::Chess => GameRecord::<Chess>::from_bytes(&bytes)
                 .map(|record| sink.chess(&record.start, &record.moves, record_meta(&record, &entry.key))),
+            go => anyhow::bail!("{}: a {} run; the GUI shows chess games", run.location(), go.name()),
         };
         match read {
             Ok(()) => report.count_game(),

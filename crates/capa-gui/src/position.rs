@@ -21,10 +21,7 @@ pub fn parse_game(text: &str) -> Result<GameKind, ApiError> {
 
 /// The name of `game` in requests and answers.
 pub fn game_name(game: GameKind) -> &'static str {
-    match game {
-        GameKind::Capablanca => Capablanca::NAME,
-        GameKind::Chess => Chess::NAME,
-    }
+    game.name()
 }
 
 /// A position as requests name it.
@@ -150,5 +147,6 @@ pub fn position(query: &PositionQuery) -> Result<PositionView, ApiError> {
     Ok(match query.game()? {
         GameKind::Capablanca => view(GameKind::Capablanca, &query.history::<Capablanca>()?),
         GameKind::Chess => view(GameKind::Chess, &query.history::<Chess>()?),
+        go => return Err(ApiError::bad(format!("unknown game '{}': expected 'capablanca' or 'chess'", go.name()))),
     })
 }

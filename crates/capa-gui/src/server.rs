@@ -135,6 +135,7 @@ async fn pgn(text: String) -> ApiResult<Json<Value>> {
             archive::replay::<Capablanca>(&game).map(|(start, moves)| game_json(kind, &start, &moves, &meta))
         }
         GameKind::Chess => archive::replay::<Chess>(&game).map(|(start, moves)| game_json(kind, &start, &moves, &meta)),
+        GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => Err(not_drawn(kind)),
     };
     let mut answer = replayed.map_err(|why| ApiError::bad(format!("game {} of the PGN: {why}", game.number)))?;
     let tags: serde_json::Map<String, Value> =
@@ -393,6 +394,7 @@ async fn explorer(
         match game {
             GameKind::Capablanca => explore(explorer, &q.history::<Capablanca>()?),
             GameKind::Chess => explore(explorer, &q.history::<Chess>()?),
+            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => Err(ApiError::bad(not_drawn(game))),
         }
     })
     .await
@@ -438,10 +440,16 @@ async fn archive_game(
         match game {
             GameKind::Capablanca => stored_game::<Capablanca>(game, explorer, q.id),
             GameKind::Chess => stored_game::<Chess>(game, explorer, q.id),
+            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => Err(ApiError::bad(not_drawn(game))),
         }
     })
     .await
     .map(Json)
+}
+
+/// Why a Go game cannot be shown: the board and the pieces are chess's.
+fn not_drawn(game: GameKind) -> String {
+    format!("the GUI draws the chess games; {} is not drawn (use `capa gtp` with a Go GUI)", game.name())
 }
 
 fn the_run(state: &AppState) -> ApiResult<(Arc<RunDir>, GameKind)> {
@@ -475,6 +483,7 @@ async fn run_games(State(state): State<Shared>) -> ApiResult<Json<Value>> {
             let summary = match game {
                 GameKind::Capablanca => record_summary::<Capablanca>(&bytes, &entry.key),
                 GameKind::Chess => record_summary::<Chess>(&bytes, &entry.key),
+                GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => None,
             };
             games.extend(summary);
         }
@@ -528,6 +537,7 @@ async fn run_game(
                 let record = capa_data::GameRecord::<Chess>::from_bytes(&bytes).map_err(bad)?;
                 game_json(game, &record.start, &record.moves, &archive::record_meta(&record, &key))
             }
+            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => return Err(ApiError::bad(not_drawn(game))),
         })
     })
     .await

@@ -16,60 +16,102 @@ pub enum GameKind {
     Capablanca,
     /// Standard chess.
     Chess,
+    /// Go on 9x9.
+    Go9,
+    /// Go on 13x13.
+    Go13,
+    /// Go on 19x19.
+    Go19,
+}
+
+/// Runs `$body` with `$game` the type of the game `$kind` names: one match
+/// for code that is generic over [`NetGame`] and runs for every game.
+///
+/// ```
+/// use capa_net::{GameKind, NetGame, for_game};
+/// let planes = for_game!(GameKind::Go9, G => G::PLANES);
+/// assert_eq!(planes, GameKind::Go9.planes());
+/// ```
+#[macro_export]
+macro_rules! for_game {
+    ($kind:expr, $game:ident => $body:expr) => {
+        match $kind {
+            $crate::GameKind::Capablanca => {
+                type $game = $crate::games::Capablanca;
+                $body
+            }
+            $crate::GameKind::Chess => {
+                type $game = $crate::games::Chess;
+                $body
+            }
+            $crate::GameKind::Go9 => {
+                type $game = $crate::games::Go9;
+                $body
+            }
+            $crate::GameKind::Go13 => {
+                type $game = $crate::games::Go13;
+                $body
+            }
+            $crate::GameKind::Go19 => {
+                type $game = $crate::games::Go19;
+                $body
+            }
+        }
+    };
 }
 
 impl GameKind {
+    /// Every game, in the order configs list them.
+    pub const ALL: [GameKind; 5] = [GameKind::Capablanca, GameKind::Chess, GameKind::Go9, GameKind::Go13, GameKind::Go19];
+
     /// Input planes per position.
     pub fn planes(self) -> usize {
-        match self {
-            GameKind::Capablanca => Capablanca::PLANES,
-            GameKind::Chess => Chess::PLANES,
-        }
+        for_game!(self, G => G::PLANES)
     }
 
     /// Board height.
     pub fn ranks(self) -> usize {
-        match self {
-            GameKind::Capablanca => Capablanca::RANKS,
-            GameKind::Chess => Chess::RANKS,
-        }
+        for_game!(self, G => G::RANKS)
     }
 
     /// Board width.
     pub fn files(self) -> usize {
-        match self {
-            GameKind::Capablanca => Capablanca::FILES,
-            GameKind::Chess => Chess::FILES,
-        }
+        for_game!(self, G => G::FILES)
     }
 
-    /// Squares: the transformer's tokens.
+    /// Squares (points, in Go): the transformer's tokens.
     pub fn squares(self) -> usize {
         self.ranks() * self.files()
     }
 
     /// The policy head's width.
     pub fn policy_size(self) -> usize {
+        for_game!(self, G => G::policy_size())
+    }
+
+    /// A chess game's policy map (the convolutional policy head's moves);
+    /// `None` for Go, whose policy is the points and the pass.
+    pub fn policy_map(self) -> Option<&'static PolicyMap> {
         match self {
-            GameKind::Capablanca => Capablanca::policy_size(),
-            GameKind::Chess => Chess::policy_size(),
+            GameKind::Capablanca => Some(Capablanca::policy_map()),
+            GameKind::Chess => Some(Chess::policy_map()),
+            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => None,
         }
     }
 
-    /// The game's policy map: the policy head's moves.
-    pub fn policy_map(self) -> &'static PolicyMap {
-        match self {
-            GameKind::Capablanca => Capablanca::policy_map(),
-            GameKind::Chess => Chess::policy_map(),
-        }
+    /// Whether this is a chess game (FEN, UCI, SAN; UCI engines play it).
+    pub fn is_chess(self) -> bool {
+        self.policy_map().is_some()
     }
 
-    /// The name used in configs and by UCI (`UCI_Variant`).
+    /// The name used in configs and, for chess games, by UCI (`UCI_Variant`).
     pub fn name(self) -> &'static str {
-        match self {
-            GameKind::Capablanca => Capablanca::NAME,
-            GameKind::Chess => Chess::NAME,
-        }
+        for_game!(self, G => G::NAME)
+    }
+
+    /// Reads [`GameKind::name`].
+    pub fn from_name(name: &str) -> Option<GameKind> {
+        GameKind::ALL.into_iter().find(|kind| kind.name() == name)
     }
 }
 
@@ -271,7 +313,7 @@ impl NetConfig {
         let position_embedding = if self.position_embedding { squares * c } else { 0 };
         let policy_head = match self.policy_head {
             PolicyHeadKind::Dense => linear(c, POLICY_CHANNELS) + linear(POLICY_CHANNELS * squares, policy),
-            PolicyHeadKind::Conv => linear(c, c) + linear(c, game.policy_map().move_planes()),
+            PolicyHeadKind::Conv => linear(c, c) + linear(c, game.policy_map().map_or(0, PolicyMap::move_planes)),
         };
         let scalar_head = |channels: usize, hidden: usize, outputs: usize| {
             linear(c, channels) + linear(channels * squares, hidden) + linear(hidden, outputs)
@@ -307,7 +349,9 @@ impl NetConfig {
             PolicyHeadKind::Dense => {
                 per_square(c, POLICY_CHANNELS as f64) + 2.0 * POLICY_CHANNELS as f64 * squares * policy
             }
-            PolicyHeadKind::Conv => per_square(c, c) + per_square(c, game.policy_map().move_planes() as f64),
+            PolicyHeadKind::Conv => {
+                per_square(c, c) + per_square(c, game.policy_map().map_or(0, PolicyMap::move_planes) as f64)
+            }
         };
         let scalar_head = |channels: usize, hidden: usize, outputs: f64| {
             let (channels, hidden) = (channels as f64, hidden as f64);
@@ -352,6 +396,12 @@ impl NetConfig {
             return fail(format!(
                 "value_channels = {} must be in 1..=1024 and value_hidden = {} in 1..=4096",
                 self.value_channels, self.value_hidden
+            ));
+        }
+        if self.policy_head == PolicyHeadKind::Conv && !self.game.is_chess() {
+            return fail(format!(
+                "policy_head = \"conv\" draws a chess game's move planes; {} networks use policy_head = \"dense\"",
+                self.game.name()
             ));
         }
         if self.transformer_blocks == 0 {

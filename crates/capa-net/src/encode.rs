@@ -15,6 +15,7 @@
 
 use capa_rules::capablanca::{self, Capablanca};
 use capa_rules::chess::Chess;
+use capa_rules::go::Go;
 use capa_rules::{Color, Game};
 use rayon::prelude::*;
 
@@ -39,46 +40,50 @@ pub trait NetGame: Game {
     /// # Panics
     /// If `history` is empty, the slices' lengths differ, or `out` has the
     /// wrong length: callers size them from the same request.
-    fn encode(history: &[Self], repeated: &[bool], out: &mut [f32]) {
-        assert!(!history.is_empty() && history.len() == repeated.len() && out.len() == Self::INPUT_LEN);
-        out.fill(0.0);
-        let current = history.last().expect("not empty");
-        let frame = current.turn();
-        let square_count = Self::RANKS * Self::FILES;
-        let per_slot = Self::PIECE_PLANES + 1;
-        let fill = history.len() < HISTORY_LEN && history[0].hash() != Self::startpos().hash();
-        for slot in 0..HISTORY_LEN {
-            let (position, was_repeated, is_fill) = match history.len().checked_sub(slot + 1) {
-                Some(index) => (&history[index], repeated[index], false),
-                None if fill => (&history[0], false, true),
-                None => break,
-            };
-            let base = slot * per_slot * square_count;
-            position.draw_pieces(frame, is_fill, &mut out[base..base + Self::PIECE_PLANES * square_count]);
-            if was_repeated {
-                let plane = base + Self::PIECE_PLANES * square_count;
-                out[plane..plane + square_count].fill(1.0);
-            }
-        }
-        let aux = HISTORY_LEN * per_slot * square_count;
-        current.draw_aux(&mut out[aux..]);
-    }
+    fn encode(history: &[Self], repeated: &[bool], out: &mut [f32]);
+}
 
+/// The planes of a chess game: per history slot its pieces and a repetition
+/// plane, then the game's auxiliary planes.
+trait ChessPlanes: Game {
     /// Piece planes per history slot: the mover's piece types, then the
     /// opponent's.
-    #[doc(hidden)]
     const PIECE_PLANES: usize;
 
     /// Draws this position's pieces in `frame`'s point of view into
     /// `PIECE_PLANES` zeroed planes; `undo_double_push` draws a pawn that
     /// just double-pushed back on its start square.
-    #[doc(hidden)]
     fn draw_pieces(&self, frame: Color, undo_double_push: bool, out: &mut [f32]);
 
     /// Draws the planes after the history (castling, clock, constants) into
     /// zeroed planes, from the mover's point of view.
-    #[doc(hidden)]
     fn draw_aux(&self, out: &mut [f32]);
+}
+
+/// [`NetGame::encode`] for the chess games.
+fn encode_chess<G: ChessPlanes + NetGame>(history: &[G], repeated: &[bool], out: &mut [f32]) {
+    assert!(!history.is_empty() && history.len() == repeated.len() && out.len() == G::INPUT_LEN);
+    out.fill(0.0);
+    let current = history.last().expect("not empty");
+    let frame = current.turn();
+    let square_count = G::RANKS * G::FILES;
+    let per_slot = G::PIECE_PLANES + 1;
+    let fill = history.len() < HISTORY_LEN && history[0].hash() != G::startpos().hash();
+    for slot in 0..HISTORY_LEN {
+        let (position, was_repeated, is_fill) = match history.len().checked_sub(slot + 1) {
+            Some(index) => (&history[index], repeated[index], false),
+            None if fill => (&history[0], false, true),
+            None => break,
+        };
+        let base = slot * per_slot * square_count;
+        position.draw_pieces(frame, is_fill, &mut out[base..base + G::PIECE_PLANES * square_count]);
+        if was_repeated {
+            let plane = base + G::PIECE_PLANES * square_count;
+            out[plane..plane + square_count].fill(1.0);
+        }
+    }
+    let aux = HISTORY_LEN * per_slot * square_count;
+    current.draw_aux(&mut out[aux..]);
 }
 
 /// Encodes a batch in parallel: `out` holds `histories.len()` inputs back to back.
@@ -105,6 +110,13 @@ fn frame_offset(file: usize, rank: usize, frame: Color, files: usize, ranks: usi
 impl NetGame for Capablanca {
     /// 8 history slots x (8 + 8 piece planes + repetition) + castling, clock, ones.
     const PLANES: usize = HISTORY_LEN * 17 + 3;
+
+    fn encode(history: &[Self], repeated: &[bool], out: &mut [f32]) {
+        encode_chess(history, repeated, out);
+    }
+}
+
+impl ChessPlanes for Capablanca {
     const PIECE_PLANES: usize = 16;
 
     fn draw_pieces(&self, frame: Color, undo_double_push: bool, out: &mut [f32]) {
@@ -150,6 +162,13 @@ impl NetGame for Capablanca {
 impl NetGame for Chess {
     /// Lc0's classical input: 8 history slots x 13 + 8 auxiliary planes.
     const PLANES: usize = HISTORY_LEN * 13 + 8;
+
+    fn encode(history: &[Self], repeated: &[bool], out: &mut [f32]) {
+        encode_chess(history, repeated, out);
+    }
+}
+
+impl ChessPlanes for Chess {
     const PIECE_PLANES: usize = 12;
 
     fn draw_pieces(&self, frame: Color, undo_double_push: bool, out: &mut [f32]) {
@@ -184,6 +203,71 @@ impl NetGame for Chess {
         // Input format 1 scales the clock by 1/99 (format 4 and later by 1/100).
         out[5 * 64..6 * 64].fill(self.halfmove_clock() as f32 / 99.0);
         out[7 * 64..8 * 64].fill(1.0);
+    }
+}
+
+/// Moves of the recent past that Go's planes mark.
+const GO_RECENT_MOVES: usize = 5;
+
+/// Go's planes, in KataGo's spirit, from the mover's point of view (the
+/// board is not mirrored: Go has no direction): ones (the board's extent),
+/// the mover's stones, the opponent's, stones whose group has 1, 2, 3 or
+/// more liberties, the point the mover may not retake (ko), the last
+/// five moves' points (newest first), two planes filled when the last move
+/// and the one before were passes, and the komi from the mover's side / 15.
+impl<const N: usize> NetGame for Go<N> {
+    const PLANES: usize = 1 + 2 + 3 + 1 + GO_RECENT_MOVES + 2 + 1;
+
+    fn encode(history: &[Self], repeated: &[bool], out: &mut [f32]) {
+        assert!(!history.is_empty() && history.len() == repeated.len() && out.len() == Self::INPUT_LEN);
+        out.fill(0.0);
+        let points = N * N;
+        let current = history.last().expect("not empty");
+        let us = current.turn();
+        let mut planes = out.chunks_exact_mut(points);
+        let mut next = || planes.next().expect("PLANES counts every plane");
+        next().fill(1.0);
+        let (ours, theirs) = (next(), next());
+        let mut liberties = [0u16; 19 * 19];
+        current.liberty_counts(&mut liberties[..points]);
+        let (one, two, more) = (next(), next(), next());
+        for point in 0..points {
+            match current.cell(point).color() {
+                Some(color) if color == us => ours[point] = 1.0,
+                Some(_) => theirs[point] = 1.0,
+                None => continue,
+            }
+            match liberties[point] {
+                1 => one[point] = 1.0,
+                2 => two[point] = 1.0,
+                _ => more[point] = 1.0,
+            }
+        }
+        let ko = next();
+        if let Some(point) = current.ko_point() {
+            ko[point] = 1.0;
+        }
+        let mut recent = history.iter().rev().map_while(Go::last_move);
+        let mut passes = [false; 2];
+        for back in 0..GO_RECENT_MOVES {
+            let plane = next();
+            match recent.next() {
+                Some(m) => match m.point() {
+                    Some(point) => plane[point] = 1.0,
+                    None if back < 2 => passes[back] = true,
+                    None => {}
+                },
+                None => {}
+            }
+        }
+        for passed in passes {
+            let plane = next();
+            if passed {
+                plane.fill(1.0);
+            }
+        }
+        let komi = if us == Color::White { current.komi() } else { -current.komi() };
+        next().fill(komi / 15.0);
     }
 }
 

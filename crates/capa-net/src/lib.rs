@@ -51,6 +51,15 @@ pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 /// burn itself, so that users of capa-net name the same version.
 pub use burn;
 
+/// The game types [`for_game!`] names, re-exported so that the macro works
+/// in crates that do not depend on capa-rules.
+#[doc(hidden)]
+pub mod games {
+    pub use capa_rules::capablanca::Capablanca;
+    pub use capa_rules::chess::Chess;
+    pub use capa_rules::go::{Go9, Go13, Go19};
+}
+
 /// What can go wrong in capa-net.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {

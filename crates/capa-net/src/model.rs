@@ -373,7 +373,7 @@ impl<B: CapaBackend> PolicyHead<B> {
                 gather: Vec::new(),
             },
             PolicyHeadKind::Conv => {
-                let map = game.policy_map();
+                let map = game.policy_map().expect("NetConfig::validate keeps the conv head to chess games");
                 PolicyHead {
                     conv: conv1x1(channels, channels, device),
                     out: None,

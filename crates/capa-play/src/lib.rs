@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 mod elo;
+mod gtp_player;
 mod ladder;
 mod matches;
 mod player;
@@ -27,6 +28,7 @@ pub use elo::{
     Bisection, EloEstimate, EstimateKind, FitError, MatchScore, Pairing, Rating, Sprt, SprtVerdict, elo_difference,
     expected_score, fit_ratings,
 };
+pub use gtp_player::GtpPlayer;
 pub use ladder::{Calibration, Ladder, LadderProbe, PairPlayed, Placement, Rung, RungMatch, calibrate, place};
 pub use matches::{GameEnd, MatchSettings, Openings, play_match};
 pub use player::{Answer, Clock, Player, SearchPlayer, Turn};

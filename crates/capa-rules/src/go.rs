@@ -316,6 +316,11 @@ impl<const N: usize> Go<N> {
         self.cells[point / N][point % N]
     }
 
+    /// The points next to `point`.
+    pub fn neighbours(&self, point: usize) -> impl Iterator<Item = usize> + use<N> {
+        neighbours::<N>(point)
+    }
+
     /// The komi, added to white's score.
     pub fn komi(&self) -> f32 {
         f32::from(self.komi_halves) / 2.0
@@ -347,6 +352,20 @@ impl<const N: usize> Go<N> {
             return 0;
         }
         self.group(point).1
+    }
+
+    /// Writes into `out` (`N * N` entries) the liberties of the group on
+    /// each point, 0 on empty points.
+    ///
+    /// # Panics
+    /// If `out` does not have `N * N` entries.
+    pub fn liberty_counts(&self, out: &mut [u16]) {
+        assert_eq!(out.len(), N * N, "one entry per point");
+        let groups = self.groups();
+        for (point, liberties) in out.iter_mut().enumerate() {
+            let label = groups.label[point];
+            *liberties = if label == u16::MAX { 0 } else { groups.liberties[usize::from(label)] };
+        }
     }
 
     /// Black's area minus white's area minus komi: positive when black leads.

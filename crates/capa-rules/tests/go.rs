@@ -246,16 +246,7 @@ fn random_move<const N: usize>(go: &Go<N>, moves: &mut MoveList<GoMove<N>>, rng:
         .iter()
         .copied()
         .filter(|m| {
-            m.point().is_some_and(|p| {
-                let (row, column) = (p / N, p % N);
-                let neighbours = [
-                    (row > 0).then(|| p - N),
-                    (column > 0).then(|| p - 1),
-                    (column + 1 < N).then(|| p + 1),
-                    (row + 1 < N).then(|| p + N),
-                ];
-                !neighbours.into_iter().flatten().all(|q| go.cell(q) == own)
-            })
+            m.point().is_some_and(|p| !go.neighbours(p).all(|q| go.cell(q) == own))
         })
         .collect();
     if candidates.is_empty() { GoMove::PASS } else { candidates[rng.below(candidates.len())] }

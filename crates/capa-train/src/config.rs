@@ -124,12 +124,13 @@ pub enum RunMode {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GameSection {
-    /// `capablanca` or `chess`.
+    /// `capablanca`, `chess`, `go9`, `go13` or `go19`.
     pub name: GameKind,
     /// Plies after which a self-play game is adjudicated.
     pub ply_cap: u32,
-    /// At the ply cap, the side ahead by at least this many pawns of
-    /// material ([`capa_rules::Game::material`]) wins; 0: always a draw.
+    /// At the ply cap, the side ahead by at least this much material
+    /// ([`capa_rules::Game::material`]: pawns in chess, area points in Go)
+    /// wins; 0: always a draw.
     pub ply_cap_win_margin: u32,
 }
 
@@ -793,6 +794,22 @@ impl RunConfig {
             ),
             ("distill.holdout", (0.0..=0.5).contains(&self.distill.holdout), "must be in [0, 0.5]"),
             ("distill.value_q_weight", (0.0..=1.0).contains(&self.distill.value_q_weight), "must be in [0, 1]"),
+            (
+                "eval.every",
+                self.eval.every == 0 || self.game.name.is_chess(),
+                "rates against UCI engines, which play chess games: set eval.every = 0 for Go (and match the \
+                 networks with `capa gtp`)",
+            ),
+            (
+                "curriculum.engine",
+                self.curriculum.engine.trim().is_empty() || self.game.name.is_chess(),
+                "is a UCI engine, which plays chess games: leave it out for Go",
+            ),
+            (
+                "run.mode",
+                !self.distills() || self.game.name.is_chess(),
+                "distillation learns from a UCI engine's multipv, which plays chess games: not for Go",
+            ),
             (
                 "run.mode",
                 self.run.mode != RunMode::Supervised || self.game.name == GameKind::Chess,

@@ -11,10 +11,8 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, GameKind, NetGame, load_net, with_backend};
+use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, for_game, load_net, with_backend};
 use capa_rules::Color;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
 
 use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;
@@ -76,10 +74,7 @@ impl fmt::Display for BufferStats {
 /// An unreadable run directory or config.
 pub fn buffer_stats(location: &Path) -> Result<BufferStats> {
     let (config, dir) = open_run(location)?;
-    match config.game.name {
-        GameKind::Capablanca => summarise::<Capablanca>(&config, &dir),
-        GameKind::Chess => summarise::<Chess>(&config, &dir),
-    }
+    for_game!(config.game.name, G => summarise::<G>(&config, &dir))
 }
 
 fn summarise<G: NetGame>(config: &RunConfig, dir: &RunDir) -> Result<BufferStats> {
@@ -232,10 +227,7 @@ pub fn overfit_check(location: &Path, positions: usize, device: DeviceSpec) -> R
         positions,
         _game: PhantomData::<()>,
     };
-    let (oldest, newest, held) = match config.game.name {
-        GameKind::Capablanca => with_backend(device, task.for_game::<Capablanca>())?,
-        GameKind::Chess => with_backend(device, task.for_game::<Chess>())?,
-    }?;
+    let (oldest, newest, held) = for_game!(config.game.name, G => with_backend(device, task.for_game::<G>()))??;
     let held_out = player.zip(held).map(|((network, _), (positions, unseen, seen))| HeldOutReport {
         network,
         positions,

@@ -25,9 +25,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, DeviceSpec, GameKind, NetGame, with_backend};
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
+use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, for_game, with_backend};
 
 use crate::Finish;
 use crate::config::{RunConfig, RunMode};
@@ -50,10 +48,7 @@ pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
     if config.distills() && !data.is_dir() {
         bail!("distill.data: {} is not a folder (run `capa distill gen` to make one)", data.display());
     }
-    match config.game.name {
-        GameKind::Capablanca => check_engine::<Capablanca>(&config.eval)?,
-        GameKind::Chess => check_engine::<Chess>(&config.eval)?,
-    }
+    for_game!(config.game.name, G => check_engine::<G>(&config.eval))?;
     let dir = RunDir::open(&config.run.dir)?;
     let _only_trainer = dir.lock()?;
     prepare(config, &dir)?;
@@ -62,10 +57,7 @@ pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
             eprintln!("device {}", DeviceSpec { index, ..config.device() }.describe());
         }
     }
-    match config.game.name {
-        GameKind::Capablanca => with_backend(config.device(), Loop::<Capablanca>::new(config, &dir, stop))?,
-        GameKind::Chess => with_backend(config.device(), Loop::<Chess>::new(config, &dir, stop))?,
-    }
+    for_game!(config.game.name, G => with_backend(config.device(), Loop::<G>::new(config, &dir, stop)))?
 }
 
 /// Checks that the config fits the run already in `dir` (if any), clears

@@ -11,9 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use capa_data::to_pgn;
 use capa_mcts::{CachedEvaluator, mix};
-use capa_net::{GameKind, NetEvaluator, NetGame};
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
+use capa_net::{NetEvaluator, NetGame, for_game};
 
 use crate::Finish;
 use crate::config::RunConfig;
@@ -35,10 +33,7 @@ pub fn work(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &Ato
     if config.run.mode == crate::config::RunMode::Distill {
         bail!("run.mode = \"distill\" learns from teacher data: a self-play worker has nothing to play for it");
     }
-    match config.game.name {
-        GameKind::Capablanca => work_on::<Capablanca>(config, worker, max_games, stop),
-        GameKind::Chess => work_on::<Chess>(config, worker, max_games, stop),
-    }
+    for_game!(config.game.name, G => work_on::<G>(config, worker, max_games, stop))
 }
 
 fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &AtomicBool) -> Result<Finish> {

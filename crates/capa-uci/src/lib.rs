@@ -1,5 +1,5 @@
-//! A client for UCI engines: start one as a child process, set its options,
-//! search, and survive it.
+//! Clients for engines as child processes: UCI engines (start one, set its
+//! options, search, and survive it) and GTP engines (Go).
 //!
 //! Every wait has a deadline, so an engine that hangs is an error rather
 //! than a hang; an engine that dies is an error that says what it was doing
@@ -8,23 +8,24 @@
 
 #![deny(missing_docs)]
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::io::{self, BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::io;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use capa_rules::{Game, History};
 
+mod gtp;
+mod process;
+
+pub use gtp::GtpEngine;
+pub use process::find_program;
+use process::Process;
+
 /// How long an engine may take to answer `uci` or `isready`, and a search
 /// may run past its own time limit, before it counts as hung.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Lines of the engine's stderr kept for error messages.
-const STDERR_LINES: usize = 8;
 
 /// What went wrong talking to an engine. Every message names the engine.
 #[derive(Debug, thiserror::Error)]
@@ -197,11 +198,7 @@ impl Go {
 /// A running UCI engine. Dropping it sends `quit` and, if the engine does
 /// not exit promptly, kills it.
 pub struct UciEngine {
-    engine: String,
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    process: Process,
     name: Option<String>,
     options: Vec<EngineOption>,
     timeout: Duration,
@@ -240,43 +237,8 @@ impl UciEngine {
     /// # Errors
     /// As [`UciEngine::start`].
     pub fn launch<A: AsRef<OsStr>>(program: &Path, args: &[A], timeout: Duration) -> Result<UciEngine, UciError> {
-        let engine = std::iter::once(program.as_os_str())
-            .chain(args.iter().map(AsRef::as_ref))
-            .map(|word| word.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let mut child = Command::new(find_program(program).as_deref().unwrap_or(program))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| UciError::Start { engine: engine.clone(), source })?;
-        let stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let stderr_pipe = child.stderr.take().expect("stderr is piped");
-        let (sender, lines) = channel();
-        let reader = std::thread::Builder::new()
-            .name("uci-stdout".to_string())
-            .spawn(move || for_each_line(stdout, |line| sender.send(line).is_ok()));
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let kept = Arc::clone(&stderr);
-        let stderr_reader = std::thread::Builder::new().name("uci-stderr".to_string()).spawn(move || {
-            for_each_line(stderr_pipe, |line| {
-                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-                if kept.len() == STDERR_LINES {
-                    kept.pop_front();
-                }
-                kept.push_back(line);
-                true
-            });
-        });
-        if let Err(source) = reader.and(stderr_reader) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(UciError::Start { engine, source });
-        }
-        let mut uci = UciEngine { engine, child, stdin, lines, stderr, name: None, options: Vec::new(), timeout };
+        let process = Process::launch(program, args)?;
+        let mut uci = UciEngine { process, name: None, options: Vec::new(), timeout };
         uci.send("uci")?;
         let deadline = Instant::now() + timeout;
         loop {
@@ -296,7 +258,7 @@ impl UciEngine {
 
     /// The engine's name (`id name`), or its command when it gave none.
     pub fn name(&self) -> &str {
-        self.name.as_deref().unwrap_or(&self.engine)
+        self.name.as_deref().unwrap_or(&self.process.command)
     }
 
     /// The options the engine declared.
@@ -422,62 +384,15 @@ impl UciEngine {
     /// # Errors
     /// [`UciError::Exited`] when the engine no longer reads.
     pub fn send(&mut self, line: &str) -> Result<(), UciError> {
-        let sent = writeln!(self.stdin, "{line}").and_then(|()| self.stdin.flush());
-        sent.map_err(|_| self.exited(&format!("sending `{line}`")))
+        self.process.send(line)
     }
 
     fn next_line(&mut self, deadline: Instant, doing: &str) -> Result<String, UciError> {
-        let wait = deadline.saturating_duration_since(Instant::now());
-        match self.lines.recv_timeout(wait) {
-            Ok(line) => Ok(line),
-            Err(RecvTimeoutError::Timeout) => Err(UciError::Timeout {
-                engine: self.engine.clone(),
-                doing: doing.to_string(),
-                seconds: self.timeout.as_secs_f64(),
-            }),
-            Err(RecvTimeoutError::Disconnected) => Err(self.exited(doing)),
-        }
-    }
-
-    fn exited(&mut self, doing: &str) -> UciError {
-        // The output closed: the process is gone or about to be.
-        let deadline = Instant::now() + Duration::from_secs(1);
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break status.to_string(),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-                Ok(None) => break "still running, output closed".to_string(),
-                Err(e) => break format!("status unknown: {e}"),
-            }
-        };
-        // Give the stderr thread a moment to read what the engine last said.
-        std::thread::sleep(Duration::from_millis(20));
-        let kept = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
-        let stderr = if kept.is_empty() {
-            String::new()
-        } else {
-            format!("; its last stderr lines:\n{}", kept.iter().cloned().collect::<Vec<_>>().join("\n"))
-        };
-        UciError::Exited { engine: self.engine.clone(), doing: doing.to_string(), status, stderr }
+        self.process.next_line(deadline, doing, self.timeout)
     }
 
     fn protocol(&self, message: String) -> UciError {
-        UciError::Protocol { engine: self.engine.clone(), message }
-    }
-}
-
-impl Drop for UciEngine {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit").and_then(|()| self.stdin.flush());
-        let deadline = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        UciError::Protocol { engine: self.process.command.clone(), message }
     }
 }
 
@@ -494,40 +409,6 @@ pub fn position_command<G: Game>(history: &History<G>) -> String {
         }
     }
     command
-}
-
-/// Where `program` runs from: itself when it names a path (or is not found
-/// anywhere), else the first match on `PATH`, else Debian's `/usr/games`,
-/// where `fairy-stockfish`, `stockfish` and `sjaakii` install and which is
-/// not on every user's `PATH`.
-pub fn find_program(program: &Path) -> Option<PathBuf> {
-    if program.components().count() != 1 {
-        return program.is_file().then(|| program.to_path_buf());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/games")])
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-}
-
-/// Hands each line of `pipe` to `take` (bytes that are not UTF-8 replaced,
-/// the line ending removed) until the pipe closes or `take` says stop.
-fn for_each_line(pipe: impl io::Read, mut take: impl FnMut(String) -> bool) {
-    let mut reader = BufReader::new(pipe);
-    let mut bytes = Vec::new();
-    loop {
-        bytes.clear();
-        match reader.read_until(b'\n', &mut bytes) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&bytes);
-                if !take(line.trim_end_matches(['\n', '\r']).to_string()) {
-                    return;
-                }
-            }
-        }
-    }
 }
 
 /// Parses an `option name ... type ...` line; `None` for anything else.

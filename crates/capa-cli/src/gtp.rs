@@ -1,0 +1,324 @@
+//! `capa gtp`: a Go engine speaking GTP version 2 (the Go Text Protocol of
+//! GNU Go, GoGui, Sabaki and referees), backed by a network and the search.
+//!
+//! One command per line; an answer is `=` or `?` (with the command's id when
+//! it had one), the text, and an empty line. Nothing on the input ends the
+//! engine but `quit` or the end of the input: a command it cannot carry out
+//! is answered `? ...` with the reason.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use capa_mcts::{CachedEvaluator, PLAY_PARALLEL_SIMS, SearchParams};
+use capa_net::{GameKind, NetEvaluator};
+use capa_play::{Player, SearchPlayer, Turn};
+use capa_rules::go::{Cell, Go, GoMove};
+use capa_rules::{Color, Game, History, MoveList};
+
+use crate::args::DeviceArgs;
+
+/// Every command the engine knows, as `list_commands` names them.
+const COMMANDS: [&str; 16] = [
+    "protocol_version",
+    "name",
+    "version",
+    "known_command",
+    "list_commands",
+    "boardsize",
+    "clear_board",
+    "komi",
+    "play",
+    "genmove",
+    "kgs-genmove_cleanup",
+    "undo",
+    "final_score",
+    "showboard",
+    "quit",
+    "capa-fen",
+];
+
+/// Run as a GTP engine on stdin and stdout: a Go network and the search.
+///
+/// The network decides the board size (`boardsize` accepts only its own).
+/// `genmove` searches `--playouts` playouts and plays the most visited move;
+/// `kgs-genmove_cleanup` does the same without passing while a point that
+/// is not the mover's own eye is playable, so that dead stones get
+/// captured before the game ends. `final_score` counts the board as it
+/// stands by area (Tromp-Taylor) with the komi. `play` or `genmove` for the
+/// side not to move (handicap stones played in a row) goes on from the
+/// current board with that side to move, and `undo` cannot go back past it.
+/// `capa-fen` prints the position's text form.
+#[derive(clap::Args, Debug)]
+pub struct GtpArgs {
+    /// The Go network file (a run's `nets/<hash>.safetensors`, or a shipped
+    /// network's short name).
+    #[arg(long, value_parser = crate::args::network)]
+    pub net: PathBuf,
+    /// Playouts per move.
+    #[arg(long, default_value_t = 400)]
+    pub playouts: u32,
+    /// Seeds the search's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+/// Runs the engine on stdin and stdout until `quit` or the end of the input.
+///
+/// # Errors
+/// A network that cannot be read or is not a Go network, or stdout closing.
+pub fn run(args: &GtpArgs) -> Result<()> {
+    let game = capa_net::read_net_config(&args.net).context("cannot read the network")?.game;
+    if args.playouts == 0 {
+        bail!("--playouts must be at least 1");
+    }
+    let (input, output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    match game {
+        GameKind::Go9 => Engine::<9>::new(args)?.serve(input, output),
+        GameKind::Go13 => Engine::<13>::new(args)?.serve(input, output),
+        GameKind::Go19 => Engine::<19>::new(args)?.serve(input, output),
+        chess => bail!("{}: a {} network; GTP is for Go (use `capa uci`)", args.net.display(), chess.name()),
+    }
+}
+
+struct Engine<const N: usize> {
+    evaluator: CachedEvaluator<NetEvaluator<Go<N>>>,
+    playouts: u32,
+    seed: u64,
+    history: History<Go<N>>,
+    komi: f32,
+    searches: u64,
+}
+
+/// What a command asks the loop to do after answering.
+enum Next {
+    Continue,
+    Quit,
+}
+
+impl<const N: usize> Engine<N> {
+    fn new(args: &GtpArgs) -> Result<Engine<N>> {
+        let network = NetEvaluator::<Go<N>>::from_file(&args.net, args.device.spec()).context("cannot load the network")?;
+        let komi = Go::<N>::startpos().komi();
+        Ok(Engine {
+            evaluator: CachedEvaluator::new(network, 200_000),
+            playouts: args.playouts,
+            seed: args.seed,
+            history: History::new(Go::startpos()),
+            komi,
+            searches: 0,
+        })
+    }
+
+    fn serve(mut self, input: impl BufRead, mut output: impl Write) -> Result<()> {
+        for line in input.lines() {
+            let line = match line {
+                Ok(line) => line,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    respond(&mut output, None, Err("the line is not UTF-8 text".to_string()))?;
+                    continue;
+                }
+                Err(e) => return Err(e).context("cannot read stdin"),
+            };
+            // GTP: control characters other than tab and newline are
+            // dropped, tabs are spaces, `#` starts a comment.
+            let cleaned: String = line
+                .chars()
+                .filter(|c| !c.is_control() || *c == '\t')
+                .map(|c| if c == '\t' { ' ' } else { c })
+                .collect();
+            let text = cleaned.split('#').next().unwrap_or_default().trim();
+            if text.is_empty() {
+                continue;
+            }
+            let mut words = text.split_whitespace();
+            let first = words.next().unwrap_or_default();
+            let (id, command) = match first.parse::<u64>() {
+                Ok(id) => (Some(id), words.next().unwrap_or_default()),
+                Err(_) => (None, first),
+            };
+            let args: Vec<&str> = words.collect();
+            let (answer, next) = match self.command(command, &args) {
+                Ok((text, next)) => (Ok(text), next),
+                Err(e) => (Err(format!("{e:#}")), Next::Continue),
+            };
+            respond(&mut output, id, answer)?;
+            if let Next::Quit = next {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn command(&mut self, command: &str, args: &[&str]) -> Result<(String, Next)> {
+        let done = |text: String| Ok((text, Next::Continue));
+        match command {
+            "protocol_version" => done("2".to_string()),
+            "name" => done("capa".to_string()),
+            "version" => done(env!("CARGO_PKG_VERSION").to_string()),
+            "known_command" => done(COMMANDS.contains(&one(args, "a command name")?).to_string()),
+            "list_commands" => done(COMMANDS.join("\n")),
+            "boardsize" => {
+                let size = one(args, "a size")?;
+                if size.parse::<usize>().ok() != Some(N) {
+                    bail!("unacceptable size: the network plays {N}x{N}, not {size}");
+                }
+                self.clear();
+                done(String::new())
+            }
+            "clear_board" => {
+                self.clear();
+                done(String::new())
+            }
+            "komi" => {
+                let text = one(args, "a komi")?;
+                let komi = text.parse::<f32>().map_err(|_| anyhow::anyhow!("syntax error: komi '{text}' is not a number"))?;
+                self.set_komi(komi)?;
+                done(String::new())
+            }
+            "play" => {
+                let [color, vertex] = args else { bail!("syntax error: play takes a color and a vertex") };
+                let color = parse_color(color)?;
+                self.to_move(color);
+                let m = self.history.current().parse_move(vertex).map_err(|e| anyhow::anyhow!("illegal move: {e}"))?;
+                self.history.play(m);
+                done(String::new())
+            }
+            "genmove" | "kgs-genmove_cleanup" => {
+                let color = parse_color(one(args, "a color")?)?;
+                self.to_move(color);
+                let m = self.search(command == "kgs-genmove_cleanup")?;
+                self.history.play(m);
+                done(m.to_string())
+            }
+            "undo" => match self.history.undo() {
+                Some(_) => done(String::new()),
+                None => bail!("cannot undo"),
+            },
+            "final_score" => done(self.history.current().score_text()),
+            "showboard" => done(format!("\n{}", board_text(self.history.current()))),
+            "capa-fen" => done(self.history.current().fen()),
+            "quit" => Ok((String::new(), Next::Quit)),
+            "" => bail!("syntax error: a command id with no command"),
+            other => bail!("unknown command: {other}"),
+        }
+    }
+
+    fn clear(&mut self) {
+        let start = Go::<N>::startpos().with_komi(self.komi).expect("a komi checked when set");
+        self.history = History::new(start);
+    }
+
+    /// Sets the komi, replaying the game so far under it.
+    fn set_komi(&mut self, komi: f32) -> Result<()> {
+        let start = self.history.start().clone().with_komi(komi).map_err(|e| anyhow::anyhow!("syntax error: {e}"))?;
+        let mut history = History::new(start);
+        for &m in self.history.moves() {
+            history.play(m);
+        }
+        self.history = history;
+        self.komi = komi;
+        Ok(())
+    }
+
+    /// Makes `color` the side to move, going on from the current board.
+    fn to_move(&mut self, color: Color) {
+        if self.history.current().turn() != color {
+            self.history = History::new(self.history.current().clone().with_turn(color));
+        }
+    }
+
+    /// The search's move; with `cleanup`, no pass while a point other than
+    /// the mover's own eye is playable.
+    fn search(&mut self, cleanup: bool) -> Result<GoMove<N>> {
+        let params = SearchParams { parallel_sims: PLAY_PARALLEL_SIMS, ..SearchParams::default() };
+        let mut player =
+            SearchPlayer { name: "capa".to_string(), evaluator: &self.evaluator, simulations: self.playouts, params };
+        self.searches += 1;
+        let turn = Turn { slot: 0, history: &self.history, seed: capa_mcts::mix(self.seed, self.searches), clock: None };
+        let answer = player.moves(&[turn])?.pop().expect("one answer per turn");
+        let m = answer.played.map_err(|why| anyhow::anyhow!("the search failed: {why}"))?;
+        if cleanup && m.is_pass() {
+            let position = self.history.current();
+            let mut moves = MoveList::new();
+            position.legal_moves(&mut moves);
+            let own = Cell::stone(position.turn());
+            let capture_or_fill = moves.iter().copied().find(|m| {
+                m.point().is_some_and(|point| !position.neighbours(point).all(|q| position.cell(q) == own))
+            });
+            return Ok(capture_or_fill.unwrap_or(m));
+        }
+        Ok(m)
+    }
+}
+
+/// Writes one GTP answer: `=id text` or `?id text`, then an empty line.
+fn respond(output: &mut impl Write, id: Option<u64>, answer: Result<String, String>) -> Result<()> {
+    let id = id.map(|id| id.to_string()).unwrap_or_default();
+    let (mark, text) = match answer {
+        Ok(text) => ('=', text),
+        Err(text) => ('?', text),
+    };
+    let separator = if text.is_empty() || text.starts_with('\n') { "" } else { " " };
+    write!(output, "{mark}{id}{separator}{text}\n\n").and_then(|()| output.flush()).context("cannot write stdout")
+}
+
+fn one<'a>(args: &[&'a str], what: &str) -> Result<&'a str> {
+    match args {
+        [one] => Ok(one),
+        _ => bail!("syntax error: expected {what}"),
+    }
+}
+
+fn parse_color(text: &str) -> Result<Color> {
+    match text.to_ascii_lowercase().as_str() {
+        "b" | "black" => Ok(Color::Black),
+        "w" | "white" => Ok(Color::White),
+        _ => bail!("syntax error: '{text}' is not a color (b, w, black, white)"),
+    }
+}
+
+/// The board as GNU Go's `showboard` draws it: `X` black, `O` white, `.` empty.
+fn board_text<const N: usize>(go: &Go<N>) -> String {
+    let letters: String = (0..N).map(|column| GoMove::<N>::at(column).to_string().remove(0)).map(|c| format!(" {c}")).collect();
+    let mut text = format!("  {letters}\n");
+    for row in (0..N).rev() {
+        text.push_str(&format!("{:>2}", row + 1));
+        for column in 0..N {
+            let mark = match go.cell(row * N + column) {
+                Cell::Empty => '.',
+                Cell::Black => 'X',
+                Cell::White => 'O',
+            };
+            text.push(' ');
+            text.push(mark);
+        }
+        text.push_str(&format!(" {}\n", row + 1));
+    }
+    text.push_str(&format!("  {letters}"));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_carry_the_id_and_end_with_an_empty_line() {
+        let mut out = Vec::new();
+        respond(&mut out, Some(7), Ok("2".into())).unwrap();
+        respond(&mut out, None, Err("unknown command: x".into())).unwrap();
+        respond(&mut out, None, Ok(String::new())).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "=7 2\n\n? unknown command: x\n\n=\n\n");
+    }
+
+    #[test]
+    fn the_board_is_drawn_with_gtp_letters() {
+        let mut go = capa_rules::go::Go9::startpos();
+        go.play(go.parse_move("J9").unwrap());
+        let text = board_text(&go);
+        assert!(text.starts_with("   A B C D E F G H J\n 9 . . . . . . . . X 9\n"), "{text}");
+    }
+}
