@@ -100,7 +100,8 @@ enum Next {
 
 impl<const N: usize> Engine<N> {
     fn new(args: &GtpArgs) -> Result<Engine<N>> {
-        let network = NetEvaluator::<Go<N>>::from_file(&args.net, args.device.spec()).context("cannot load the network")?;
+        let network =
+            NetEvaluator::<Go<N>>::from_file(&args.net, args.device.spec()).context("cannot load the network")?;
         let komi = Go::<N>::startpos().komi();
         Ok(Engine {
             evaluator: CachedEvaluator::new(network, 200_000),
@@ -174,21 +175,22 @@ impl<const N: usize> Engine<N> {
             }
             "komi" => {
                 let text = one(args, "a komi")?;
-                let komi = text.parse::<f32>().map_err(|_| anyhow::anyhow!("syntax error: komi '{text}' is not a number"))?;
+                let komi =
+                    text.parse::<f32>().map_err(|_| anyhow::anyhow!("syntax error: komi '{text}' is not a number"))?;
                 self.set_komi(komi)?;
                 done(String::new())
             }
             "play" => {
                 let [color, vertex] = args else { bail!("syntax error: play takes a color and a vertex") };
                 let color = parse_color(color)?;
-                self.to_move(color);
+                self.give_the_move_to(color);
                 let m = self.history.current().parse_move(vertex).map_err(|e| anyhow::anyhow!("illegal move: {e}"))?;
                 self.history.play(m);
                 done(String::new())
             }
             "genmove" | "kgs-genmove_cleanup" => {
                 let color = parse_color(one(args, "a color")?)?;
-                self.to_move(color);
+                self.give_the_move_to(color);
                 let m = self.search(command == "kgs-genmove_cleanup")?;
                 self.history.play(m);
                 done(m.to_string())
@@ -224,7 +226,7 @@ impl<const N: usize> Engine<N> {
     }
 
     /// Makes `color` the side to move, going on from the current board.
-    fn to_move(&mut self, color: Color) {
+    fn give_the_move_to(&mut self, color: Color) {
         if self.history.current().turn() != color {
             self.history = History::new(self.history.current().clone().with_turn(color));
         }
@@ -237,7 +239,8 @@ impl<const N: usize> Engine<N> {
         let mut player =
             SearchPlayer { name: "capa".to_string(), evaluator: &self.evaluator, simulations: self.playouts, params };
         self.searches += 1;
-        let turn = Turn { slot: 0, history: &self.history, seed: capa_mcts::mix(self.seed, self.searches), clock: None };
+        let turn =
+            Turn { slot: 0, history: &self.history, seed: capa_mcts::mix(self.seed, self.searches), clock: None };
         let answer = player.moves(&[turn])?.pop().expect("one answer per turn");
         let m = answer.played.map_err(|why| anyhow::anyhow!("the search failed: {why}"))?;
         if cleanup && m.is_pass() {
@@ -245,9 +248,10 @@ impl<const N: usize> Engine<N> {
             let mut moves = MoveList::new();
             position.legal_moves(&mut moves);
             let own = Cell::stone(position.turn());
-            let capture_or_fill = moves.iter().copied().find(|m| {
-                m.point().is_some_and(|point| !position.neighbours(point).all(|q| position.cell(q) == own))
-            });
+            let capture_or_fill = moves
+                .iter()
+                .copied()
+                .find(|m| m.point().is_some_and(|point| !position.neighbours(point).all(|q| position.cell(q) == own)));
             return Ok(capture_or_fill.unwrap_or(m));
         }
         Ok(m)
@@ -282,7 +286,8 @@ fn parse_color(text: &str) -> Result<Color> {
 
 /// The board as GNU Go's `showboard` draws it: `X` black, `O` white, `.` empty.
 fn board_text<const N: usize>(go: &Go<N>) -> String {
-    let letters: String = (0..N).map(|column| GoMove::<N>::at(column).to_string().remove(0)).map(|c| format!(" {c}")).collect();
+    let letters: String =
+        (0..N).map(|column| GoMove::<N>::at(column).to_string().remove(0)).map(|c| format!(" {c}")).collect();
     let mut text = format!("  {letters}\n");
     for row in (0..N).rev() {
         text.push_str(&format!("{:>2}", row + 1));

@@ -131,6 +131,9 @@ mod tests {
             "capa perft --variant chess --fen 8/8/8/8/8/8/8/K1k5~w~-~-~0~1 --depth 1",
             "capa legal --variant chess",
             "capa uci --net n.safetensors --backend cpu --device 0",
+            "capa gtp --net n.safetensors --playouts 64 --seed 3 --backend cpu",
+            "capa match a.safetensors gnugo --variant go9 --nodes 32",
+            "capa perft --variant go9 --depth 2",
             "capa match a.safetensors fairy-stockfish --games 4 --nodes 16 --variant capablanca --openings o.txt \
              --random-plies 2 --seed 3 --concurrency 2 --pgn m.pgn --sprt -5,5 --ply-cap 300 \
              --option-a MinibatchSize=4 --option-b UCI_Elo=1500 --option-b Threads=1 --timeout 5",
@@ -199,6 +202,9 @@ mod tests {
             "capa perft --variant chess --depth 21",
             "capa legal",
             "capa uci",
+            "capa gtp",
+            "capa gtp --net n.safetensors --playouts many",
+            "capa perft --variant go7",
             "capa match a",
             "capa match a b --nodes 5 --movetime 100",
             "capa match a b --tc 0+1",

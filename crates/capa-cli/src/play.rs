@@ -311,6 +311,9 @@ fn parse_color(text: &str) -> Result<Color, String> {
 
 #[cfg(test)]
 mod tests {
+    use capa_rules::capablanca::Capablanca;
+    use capa_rules::chess::Chess;
+
     use super::*;
 
     #[test]

@@ -94,7 +94,11 @@ pub fn run(args: &EngineArgs) -> Result<()> {
     match game {
         GameKind::Capablanca => Engine::<Capablanca>::new(args, output).serve(input),
         GameKind::Chess => Engine::<Chess>::new(args, output).serve(input),
-        go => anyhow::bail!("{}: a {} network; UCI is for chess games (use `capa gtp` for Go)", args.net.display(), go.name()),
+        go => anyhow::bail!(
+            "{}: a {} network; UCI is for chess games (use `capa gtp` for Go)",
+            args.net.display(),
+            go.name()
+        ),
     }
 }
 

@@ -9,6 +9,7 @@ use capa_net::{GameKind, Net, NetConfig, save_net};
 use capa_rules::{Game, History};
 
 mod distill;
+mod gtp;
 mod lc0;
 mod matches;
 mod uci;

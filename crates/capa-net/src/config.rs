@@ -62,7 +62,8 @@ macro_rules! for_game {
 
 impl GameKind {
     /// Every game, in the order configs list them.
-    pub const ALL: [GameKind; 5] = [GameKind::Capablanca, GameKind::Chess, GameKind::Go9, GameKind::Go13, GameKind::Go19];
+    pub const ALL: [GameKind; 5] =
+        [GameKind::Capablanca, GameKind::Chess, GameKind::Go9, GameKind::Go13, GameKind::Go19];
 
     /// Input planes per position.
     pub fn planes(self) -> usize {

@@ -247,19 +247,16 @@ impl<const N: usize> NetGame for Go<N> {
         if let Some(point) = current.ko_point() {
             ko[point] = 1.0;
         }
-        let mut recent = history.iter().rev().map_while(Go::last_move);
-        let mut passes = [false; 2];
+        // The last moves, newest first; a pass marks no point, and the two
+        // newest passes fill planes of their own.
+        let recent: Vec<_> = history.iter().rev().map_while(Go::last_move).take(GO_RECENT_MOVES).collect();
         for back in 0..GO_RECENT_MOVES {
             let plane = next();
-            match recent.next() {
-                Some(m) => match m.point() {
-                    Some(point) => plane[point] = 1.0,
-                    None if back < 2 => passes[back] = true,
-                    None => {}
-                },
-                None => {}
+            if let Some(point) = recent.get(back).and_then(|m| m.point()) {
+                plane[point] = 1.0;
             }
         }
+        let passes = [0, 1].map(|back| recent.get(back).is_some_and(|m| m.is_pass()));
         for passed in passes {
             let plane = next();
             if passed {

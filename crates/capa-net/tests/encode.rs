@@ -182,3 +182,54 @@ fn capablanca_planes() {
     assert_eq!(count(0..8), 20.0);
     assert_eq!(count(8..16), 20.0);
 }
+
+/// The points set in plane `index` of a 9x9 Go input, as GTP vertices.
+fn go_points(planes: &[f32], index: usize) -> Vec<String> {
+    let plane = &planes[index * 81..(index + 1) * 81];
+    assert!(plane.iter().all(|&v| v == 0.0 || v == 1.0), "plane {index} is 0 or 1");
+    (0..81).filter(|&p| plane[p] == 1.0).map(|p| capa_rules::go::GoMove::<9>::at(p).to_string()).collect()
+}
+
+fn go_constant(planes: &[f32], index: usize) -> f32 {
+    let plane = &planes[index * 81..(index + 1) * 81];
+    assert!(plane.iter().all(|&v| v == plane[0]), "plane {index} is not constant");
+    plane[0]
+}
+
+#[test]
+fn go_planes_show_stones_liberties_ko_recent_moves_and_komi() {
+    use capa_rules::go::Go9;
+    let mut history = History::new(Go9::startpos());
+    // A ko: black takes at E5; then white passes.
+    for vertex in "D6 E6 C5 F5 D4 E4 pass D5 E5 pass".split_whitespace() {
+        let m = history.current().parse_move(vertex).unwrap();
+        history.play(m);
+    }
+    let out = planes(&history);
+    assert_eq!(out.len(), Go9::INPUT_LEN);
+    assert_eq!(Go9::PLANES, 15);
+    assert!(out[..81].iter().all(|&v| v == 1.0), "plane 0: ones");
+    // Black is to move: black's stones are "ours".
+    assert_eq!(go_points(&out, 1), ["D4", "C5", "E5", "D6"]);
+    assert_eq!(go_points(&out, 2), ["E4", "F5", "E6"]);
+    // E5 has one liberty (D5, the ko point); E4 and E6 two; the rest three or four.
+    assert_eq!(go_points(&out, 3), ["E5"]);
+    assert_eq!(go_points(&out, 4), ["E4", "E6"]);
+    assert_eq!(go_points(&out, 5), ["D4", "C5", "F5", "D6"]);
+    // The ko was white's to respect, and white passed: no ko for black now.
+    assert!(go_points(&out, 6).is_empty());
+    // Recent moves, newest first: pass, E5, D5, pass, E4.
+    let recent: Vec<Vec<String>> = (7..12).map(|i| go_points(&out, i)).collect();
+    assert_eq!(recent, [vec![], vec!["E5".to_string()], vec!["D5".to_string()], vec![], vec!["E4".to_string()]]);
+    assert_eq!(go_constant(&out, 12), 1.0, "the last move was a pass");
+    assert_eq!(go_constant(&out, 13), 0.0, "the one before was not");
+    assert_eq!(go_constant(&out, 14), -7.5 / 15.0, "komi from black's side");
+    // White to move after black's reply sees the ko point and the komi as its own.
+    history.play(history.current().parse_move("J9").unwrap());
+    history.undo();
+    history.undo();
+    let out = planes(&history);
+    assert_eq!(go_points(&out, 6), ["D5"], "white may not retake at D5");
+    assert_eq!(go_points(&out, 1), ["E4", "F5", "E6"], "white's stones are ours");
+    assert_eq!(go_constant(&out, 14), 7.5 / 15.0);
+}

@@ -138,10 +138,9 @@ impl<const N: usize> GoMove<N> {
         }
         let mut chars = trimmed.chars();
         let letter = chars.next().ok_or_else(|| malformed("empty".to_string()))?.to_ascii_uppercase();
-        let column = COLUMNS[..N]
-            .iter()
-            .position(|&c| char::from(c) == letter)
-            .ok_or_else(|| malformed(format!("column '{letter}' is not one of A to {} (no I)", char::from(COLUMNS[N - 1]))))?;
+        let column = COLUMNS[..N].iter().position(|&c| char::from(c) == letter).ok_or_else(|| {
+            malformed(format!("column '{letter}' is not one of A to {} (no I)", char::from(COLUMNS[N - 1])))
+        })?;
         let digits = chars.as_str();
         let row = digits
             .bytes()
@@ -270,7 +269,8 @@ impl<const N: usize> Go<N> {
     /// # Errors
     /// The komi as written when it is not.
     pub fn with_komi(mut self, komi: f32) -> Result<Go<N>, String> {
-        self.komi_halves = komi_to_halves(komi).ok_or_else(|| format!("komi {komi} is not a multiple of 0.5 within ±1000"))?;
+        self.komi_halves =
+            komi_to_halves(komi).ok_or_else(|| format!("komi {komi} is not a multiple of 0.5 within ±1000"))?;
         Ok(self)
     }
 
@@ -500,8 +500,7 @@ impl<const N: usize> Go<N> {
 
     /// Labels every group with its liberties (and, for superko, its keys).
     fn groups(&self) -> Groups {
-        let mut groups =
-            Groups { label: [u16::MAX; MAX_POINTS], liberties: [0; MAX_POINTS], keys: [0; MAX_POINTS] };
+        let mut groups = Groups { label: [u16::MAX; MAX_POINTS], liberties: [0; MAX_POINTS], keys: [0; MAX_POINTS] };
         // The group that last counted each empty point, so a liberty counts once.
         let mut counted = [u16::MAX; MAX_POINTS];
         let mut stack = [0u16; MAX_POINTS];
@@ -924,11 +923,11 @@ fn parse_text<const N: usize>(text: &str) -> Result<Go<N>, FenErrorKind> {
             .ok_or_else(|| FenErrorKind::Invalid(format!("passes '{text}' is not 0, 1 or 2")))?;
     }
     if let Some(text) = fields.get(6) {
-        go.ply = text
-            .parse::<u32>()
-            .ok()
-            .filter(|&p| p <= 1_000_000)
-            .ok_or_else(|| FenErrorKind::Clock { field: "plies", value: text.to_string(), max: 1_000_000 })?;
+        go.ply = text.parse::<u32>().ok().filter(|&p| p <= 1_000_000).ok_or_else(|| FenErrorKind::Clock {
+            field: "plies",
+            value: text.to_string(),
+            max: 1_000_000,
+        })?;
     }
     Ok(go)
 }

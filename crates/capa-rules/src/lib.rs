@@ -29,9 +29,9 @@
 
 pub mod capablanca;
 pub mod chess;
-pub mod go;
 mod error;
 mod game;
+pub mod go;
 mod history;
 mod notation;
 mod perft;

@@ -177,7 +177,14 @@ fn bad_text_is_refused_with_the_reason() {
         assert!(error.contains(expected), "{text:?}: {error}");
     }
     let go = Go9::startpos();
-    for (vertex, expected) in [("I5", "column 'I'"), ("K1", "column 'K'"), ("A10", "row '10'"), ("A0", "row '0'"), ("", "empty"), ("E", "row ''")] {
+    for (vertex, expected) in [
+        ("I5", "column 'I'"),
+        ("K1", "column 'K'"),
+        ("A10", "row '10'"),
+        ("A0", "row '0'"),
+        ("", "empty"),
+        ("E", "row ''"),
+    ] {
         let error = go.parse_move(vertex).expect_err(vertex).to_string();
         assert!(error.contains(expected), "{vertex:?}: {error}");
     }
@@ -220,7 +227,11 @@ impl GnuGo {
         self.0.send(command);
         let lines = self.0.read_until_line("an empty line", str::is_empty);
         let answer = lines.iter().filter(|l| !l.is_empty()).cloned().collect::<Vec<_>>().join("\n");
-        answer.strip_prefix('=').unwrap_or_else(|| panic!("GNU Go answered `{answer}` to `{command}`")).trim().to_string()
+        answer
+            .strip_prefix('=')
+            .unwrap_or_else(|| panic!("GNU Go answered `{answer}` to `{command}`"))
+            .trim()
+            .to_string()
     }
 }
 
@@ -245,9 +256,7 @@ fn random_move<const N: usize>(go: &Go<N>, moves: &mut MoveList<GoMove<N>>, rng:
     let candidates: Vec<GoMove<N>> = moves
         .iter()
         .copied()
-        .filter(|m| {
-            m.point().is_some_and(|p| !go.neighbours(p).all(|q| go.cell(q) == own))
-        })
+        .filter(|m| m.point().is_some_and(|p| !go.neighbours(p).all(|q| go.cell(q) == own)))
         .collect();
     if candidates.is_empty() { GoMove::PASS } else { candidates[rng.below(candidates.len())] }
 }
@@ -283,7 +292,12 @@ fn cross_check<const N: usize>(games: usize, seed: u64, scored: &mut usize) -> u
             line.push(m.to_string());
             for color in Color::ALL {
                 let theirs = vertex_set(&gnugo.ask(&format!("list_stones {}", color_name(color))));
-                assert_eq!(stones(&go, color), theirs, "{color:?} stones differ in game {game} after {}", line.join(" "));
+                assert_eq!(
+                    stones(&go, color),
+                    theirs,
+                    "{color:?} stones differ in game {game} after {}",
+                    line.join(" ")
+                );
             }
             checked += 1;
         }

@@ -19,7 +19,11 @@ fn mirrored(uci: &str, ranks: u8) -> String {
 /// Returns how many positions were checked.
 fn distinct_indices<G: Game>(
     map: &PolicyMap,
-    fens: &[&str], playouts: usize, seed: u64, renamed: impl Fn(G::Move) -> bool) -> usize {
+    fens: &[&str],
+    playouts: usize,
+    seed: u64,
+    renamed: impl Fn(G::Move) -> bool,
+) -> usize {
     let mut rng = Rng::new(seed);
     let mut moves = MoveList::new();
     let mut positions = 0;

@@ -260,6 +260,9 @@ fn bad_configs_are_refused_before_any_work() {
         ("", vec!["run.mode=teach"], vec!["--set run.mode=teach", "distill"]),
         ("[distill]\ntemperature = 0.0\n", vec![], vec!["distill.temperature (line 2)", "(0, 100]"]),
         ("", vec!["run.mode=distill", "distill.data=/no/such/folder"], vec!["/no/such/folder"]),
+        ("[game]\nname = \"go9\"\n[eval]\nevery = 1\n", vec![], vec!["eval.every", "set eval.every = 0 for Go"]),
+        ("[game]\nname = \"go9\"\n[net]\npolicy_head = \"conv\"\n", vec![], vec!["go9 networks use policy_head"]),
+        ("[game]\nname = \"go7\"\n", vec![], vec!["go7"]),
     ];
     for (text, sets, expected) in cases {
         let config = dir.join("bad.toml");
@@ -307,6 +310,55 @@ fn every_architecture_option_runs_and_a_change_is_refused_on_resume() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("architecture cannot change"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two iterations of `configs/go9.toml`, smaller: Go self-play games end
+/// by two passes (the winner the area score's), by resignation or at the
+/// cap, and the network trains on them.
+#[test]
+fn go9_self_play_trains() {
+    let dir = scratch("go9");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/go9.toml");
+    let run = dir.join("run");
+    let smaller = [
+        "run.iterations=2",
+        "selfplay.games=4",
+        "selfplay.simulations=8",
+        "selfplay.fast_probability=0",
+        "train.steps=2",
+        "train.batch=32",
+        "net.channels=16",
+        "net.blocks=1",
+        "net.groups=4",
+    ];
+    train(&config, &run, &smaller);
+    assert_eq!(metric_iterations(&run), [1, 2]);
+    let games = game_files(&run);
+    assert_eq!(games.len(), 8);
+    for path in games {
+        use capa_rules::Game;
+        let record = capa_data::GameRecord::<capa_rules::go::Go9>::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
+        let mut history = capa_rules::History::new(record.start.clone());
+        for &m in &record.moves {
+            history.play(m);
+        }
+        let position = history.current();
+        let scored =
+            position.passes() >= 2 && record.ending == capa_data::Ending::Rules(capa_rules::Termination::Scored);
+        let (white, black) = (position.material(capa_rules::Color::White), position.material(capa_rules::Color::Black));
+        let winner = match position.score() {
+            score if score > 0.0 => Some(capa_rules::Color::Black),
+            _ => Some(capa_rules::Color::White),
+        };
+        let ok = match record.ending {
+            capa_data::Ending::Rules(capa_rules::Termination::Scored) => scored && record.winner == winner,
+            capa_data::Ending::Resignation => record.winner.is_some(),
+            capa_data::Ending::Adjudication => record.moves.len() == 180 && white.abs_diff(black) >= 1,
+            other => other == capa_data::Ending::Rules(capa_rules::Termination::PlyCap),
+        };
+        assert!(ok, "{}: {:?} {:?} at {}", path.display(), record.ending, record.winner, position.fen());
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

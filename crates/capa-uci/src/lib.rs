@@ -20,8 +20,8 @@ mod gtp;
 mod process;
 
 pub use gtp::GtpEngine;
-pub use process::find_program;
 use process::Process;
+pub use process::find_program;
 
 /// How long an engine may take to answer `uci` or `isready`, and a search
 /// may run past its own time limit, before it counts as hung.
