@@ -3,6 +3,8 @@
 
 use std::io::{Read, Write};
 
+mod sgf;
+
 use capa_data::{
     Candidate, Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, TeacherGame,
     remove_stale_temporaries,
