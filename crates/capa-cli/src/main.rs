@@ -20,6 +20,7 @@ mod net;
 mod play;
 mod plot;
 mod rules;
+mod sgf;
 mod uci;
 
 use std::process::ExitCode;
@@ -57,6 +58,9 @@ enum Command {
     /// pack, verify, and fit the WDL model.
     #[command(subcommand)]
     Lc0(lc0::Lc0Command),
+    /// Go game records (SGF) to training examples.
+    #[command(subcommand)]
+    Sgf(sgf::SgfCommand),
     /// Distillation from a UCI engine (Stockfish, Fairy-Stockfish).
     #[command(subcommand)]
     Distill(distill::DistillCommand),
@@ -96,6 +100,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::BufferStats(command) => command.run(),
         Command::OverfitCheck(command) => command.run(),
         Command::Lc0(command) => lc0::run(&command),
+        Command::Sgf(command) => command.run(),
         Command::Distill(command) => command.run(),
         Command::Net(command) => command.run(),
         Command::Bench(command) => command.run(),
@@ -134,6 +139,8 @@ mod tests {
             "capa gtp --net n.safetensors --playouts 64 --seed 3 --backend cpu",
             "capa match a.safetensors gnugo --variant go9 --nodes 32",
             "capa perft --variant go9 --depth 2",
+            "capa sgf convert a.sgf games/ --out ex --size 9 --winner-only --tactical-bias --max-per-game 40 \
+             --ko-rule superko --seed 2",
             "capa match a.safetensors fairy-stockfish --games 4 --nodes 16 --variant capablanca --openings o.txt \
              --random-plies 2 --seed 3 --concurrency 2 --pgn m.pgn --sprt -5,5 --ply-cap 300 \
              --option-a MinibatchSize=4 --option-b UCI_Elo=1500 --option-b Threads=1 --timeout 5",
@@ -205,6 +212,8 @@ mod tests {
             "capa gtp",
             "capa gtp --net n.safetensors --playouts many",
             "capa perft --variant go7",
+            "capa sgf convert a.sgf",
+            "capa sgf convert a.sgf --out x --ko-rule japanese",
             "capa match a",
             "capa match a b --nodes 5 --movetime 100",
             "capa match a b --tc 0+1",

@@ -108,3 +108,29 @@ fn a_go_network_plays_gnu_go_without_an_illegal_move() {
     let out = capa(&["match", net.to_str().unwrap(), &gnugo, "--movetime", "100"]);
     assert!(stderr(&out).contains("a Go match takes --nodes"), "{}", stderr(&out));
 }
+
+#[test]
+fn sgf_convert_sums_up_and_names_bad_games() {
+    let dir = crate::scratch("sgf-in");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("a.sgf"), "(;SZ[9]RE[B+R];B[ee];W[ce];B[gg])(;SZ[9]RE[W+2.5];B[ee];W[ee])").unwrap();
+    std::fs::write(dir.join("sub/b.sgf"), "(;SZ[19]RE[B+R];B[dd])").unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a record").unwrap();
+    let out = crate::scratch("sgf-out");
+    let run = capa(&["sgf", "convert", dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--size", "9"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let summary = stdout(&run);
+    assert!(
+        summary.starts_with(
+            "2 files, 3 games read, 1 converted, skipped 2 (illegal move 1, wrong board size 1); 3 examples written"
+        ),
+        "{summary}"
+    );
+    assert!(stderr(&run).contains("game 2 (line 1), move 2: E5 by White is occupied"), "{}", stderr(&run));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+    let missing = capa(&["sgf", "convert", "/no/such.sgf", "--out", out.to_str().unwrap()]);
+    assert!(!missing.status.success());
+    assert!(stderr(&missing).contains("/no/such.sgf: no such file or folder"), "{}", stderr(&missing));
+    let size = capa(&["sgf", "convert", dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--size", "7"]);
+    assert!(stderr(&size).contains("--size 7"), "{}", stderr(&size));
+}

@@ -25,6 +25,7 @@ mod openings;
 mod pgn;
 mod record;
 mod sgf;
+mod sgf_convert;
 mod teacher;
 
 pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, rename_durably, write_atomically};
@@ -33,6 +34,7 @@ pub use openings::{OpeningError, OpeningsError, parse_opening, read_openings};
 pub use pgn::{PgnTags, centipawns, q_from_centipawns, to_pgn, write_pgn};
 pub use record::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues};
 pub use sgf::{Replay, SgfError, SgfGame, SgfMove, SgfResult, read_sgf, read_sgf_file};
+pub use sgf_convert::{ConvertOptions, ConvertSummary, Tactics, convert_sgf};
 pub use teacher::{
     Candidate, MATE_CENTIPAWNS, PolicyTarget, TEACHER_EXTENSION, TeacherGame, policy_target, score_centipawns,
 };

@@ -264,7 +264,8 @@ impl Parser<'_> {
 fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGame, SgfError> {
     let error = |line: usize, moves: Option<usize>, message: String| SgfError { game: number, line, moves, message };
     let root = &nodes[0];
-    let first_value = |name: &str| root.iter().find(|(id, ..)| id == name).map(|(_, values, line)| (values[0].trim(), *line));
+    let first_value =
+        |name: &str| root.iter().find(|(id, ..)| id == name).map(|(_, values, line)| (values[0].trim(), *line));
     if let Some((gm, line)) = first_value("GM")
         && gm != "1"
     {
@@ -286,9 +287,11 @@ fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGa
     };
     let komi = match first_value("KM") {
         None => 0.0,
-        Some((text, line)) => {
-            text.parse::<f32>().ok().filter(|k| k.is_finite()).ok_or_else(|| error(line, None, format!("KM[{text}] is not a number")))?
-        }
+        Some((text, line)) => text
+            .parse::<f32>()
+            .ok()
+            .filter(|k| k.is_finite())
+            .ok_or_else(|| error(line, None, format!("KM[{text}] is not a number")))?,
     };
     let handicap = match first_value("HA") {
         None => 0,
@@ -305,7 +308,9 @@ fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGa
     })?;
     let first = match first_value("PL") {
         None => None,
-        Some((text, line)) => Some(parse_color(text).ok_or_else(|| error(line, None, format!("PL[{text}] is not B or W")))?),
+        Some((text, line)) => {
+            Some(parse_color(text).ok_or_else(|| error(line, None, format!("PL[{text}] is not B or W")))?)
+        }
     };
     let mut setup = Vec::new();
     for (ident, values, line) in root {
@@ -316,7 +321,9 @@ fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGa
             _ => continue,
         };
         for value in values {
-            for point in points(value, size).map_err(|message| error(*line, None, format!("{ident}[{value}]: {message}")))? {
+            for point in
+                points(value, size).map_err(|message| error(*line, None, format!("{ident}[{value}]: {message}")))?
+            {
                 setup.push((point, cell));
             }
         }
@@ -328,7 +335,11 @@ fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGa
                 "B" => Color::Black,
                 "W" => Color::White,
                 "AB" | "AW" | "AE" if !std::ptr::eq(node, root) => {
-                    return Err(error(*line, Some(moves.len() + 1), format!("{ident}: setup after the start is not read")));
+                    return Err(error(
+                        *line,
+                        Some(moves.len() + 1),
+                        format!("{ident}: setup after the start is not read"),
+                    ));
                 }
                 _ => continue,
             };
@@ -337,8 +348,9 @@ fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGa
                 "" => None,
                 "tt" if size <= 19 => None,
                 _ => {
-                    let mut list = points(value, size)
-                        .map_err(|message| error(*line, Some(moves.len() + 1), format!("{ident}[{value}]: {message}")))?;
+                    let mut list = points(value, size).map_err(|message| {
+                        error(*line, Some(moves.len() + 1), format!("{ident}[{value}]: {message}"))
+                    })?;
                     if list.len() != 1 || value.contains(':') {
                         return Err(error(*line, Some(moves.len() + 1), format!("{ident}[{value}] is not one point")));
                     }
@@ -427,13 +439,13 @@ impl SgfGame {
     /// A board of another size, a komi that is not a multiple of 0.5, a
     /// setup that leaves a group without liberties, or an illegal move.
     pub fn replay<const N: usize>(&self, ko_rule: KoRule) -> Result<Replay<N>, SgfError> {
-        let error = |line: usize, moves: Option<usize>, message: String| SgfError { game: self.number, line, moves, message };
+        let error =
+            |line: usize, moves: Option<usize>, message: String| SgfError { game: self.number, line, moves, message };
         if self.size != N {
             return Err(error(self.line, None, format!("a {0}x{0} board, not {N}x{N}", self.size)));
         }
-        let mut position = Go::<N>::empty(0.0, ko_rule)
-            .with_komi(self.komi)
-            .map_err(|message| error(self.line, None, message))?;
+        let mut position =
+            Go::<N>::empty(0.0, ko_rule).with_komi(self.komi).map_err(|message| error(self.line, None, message))?;
         for &(point, cell) in &self.setup {
             position.set(point, cell);
         }
@@ -441,11 +453,10 @@ impl SgfGame {
             return Err(error(self.line, None, "the setup leaves a group without liberties".to_string()));
         }
         let has_setup_stones = self.setup.iter().any(|&(_, cell)| cell != Cell::Empty);
-        let first = self.first.or_else(|| self.moves.first().map(|m| m.color)).unwrap_or(if has_setup_stones && self.handicap >= 2 {
-            Color::White
-        } else {
-            Color::Black
-        });
+        let first = self
+            .first
+            .or_else(|| self.moves.first().map(|m| m.color))
+            .unwrap_or(if has_setup_stones && self.handicap >= 2 { Color::White } else { Color::Black });
         position = position.with_turn(first);
         let (mut positions, mut moves) = (Vec::with_capacity(self.moves.len()), Vec::with_capacity(self.moves.len()));
         for (i, m) in self.moves.iter().enumerate() {
@@ -456,7 +467,11 @@ impl SgfGame {
             let mut legal = capa_rules::MoveList::new();
             position.legal_moves(&mut legal);
             if !legal.contains(&wanted) {
-                let why = if m.point.is_some_and(|p| position.cell(p) != Cell::Empty) { "occupied" } else { "illegal (suicide or ko)" };
+                let why = if m.point.is_some_and(|p| position.cell(p) != Cell::Empty) {
+                    "occupied"
+                } else {
+                    "illegal (suicide or ko)"
+                };
                 return Err(error(m.line, Some(i + 1), format!("{wanted} by {:?} is {why}", m.color)));
             }
             positions.push(position.clone());

@@ -144,7 +144,8 @@ fn games_gnu_go_wrote_replay_to_the_stones_gnu_go_loads() {
         assert!(status.success());
         // Read it gzipped too.
         let gz = dir.join(format!("gnugo-{seed}.sgf.gz"));
-        let mut encoder = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+        let mut encoder =
+            flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
         encoder.write_all(&std::fs::read(&path).unwrap()).unwrap();
         encoder.finish().unwrap();
         let games = read_sgf_file(&gz).unwrap();
@@ -155,12 +156,8 @@ fn games_gnu_go_wrote_replay_to_the_stones_gnu_go_loads() {
             9 => stones(&game.replay::<9>(KoRule::Simple).unwrap().end),
             _ => stones(&game.replay::<13>(KoRule::Simple).unwrap().end),
         };
-        let mut child = Command::new(&gnugo)
-            .args(["--mode", "gtp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child =
+            Command::new(&gnugo).args(["--mode", "gtp"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         let mut stdin = child.stdin.take().unwrap();
         writeln!(stdin, "loadsgf {}\nlist_stones black\nlist_stones white\nquit", path.display()).unwrap();
         drop(stdin);
@@ -188,9 +185,141 @@ fn games_gnu_go_wrote_replay_to_the_stones_gnu_go_loads() {
 /// The stones of each color, sorted vertices joined by spaces.
 fn stones<const N: usize>(go: &Go<N>) -> Vec<(String, String)> {
     let list = |cell| {
-        let mut v: Vec<String> = (0..N * N).filter(|&p| go.cell(p) == cell).map(|p| GoMove::<N>::at(p).to_string()).collect();
+        let mut v: Vec<String> =
+            (0..N * N).filter(|&p| go.cell(p) == cell).map(|p| GoMove::<N>::at(p).to_string()).collect();
         v.sort_unstable();
         v.join(" ")
     };
     vec![(list(Cell::Black), list(Cell::White))]
+}
+
+mod convert {
+    use capa_data::{ConvertOptions, GameRecord, Tactics, convert_sgf};
+    use capa_rules::Game;
+    use capa_rules::go::{Go9, KoRule};
+
+    use super::FIXTURES;
+
+    fn options() -> ConvertOptions {
+        ConvertOptions {
+            winner_only: false,
+            tactics_only: false,
+            tactical_bias: false,
+            max_per_game: 0,
+            ko_rule: KoRule::Simple,
+            seed: 1,
+        }
+    }
+
+    /// Converts `files` into a fresh folder; the summary, the warnings and
+    /// each record's example count.
+    fn run(
+        name: &str,
+        files: &[std::path::PathBuf],
+        options: &ConvertOptions,
+    ) -> (capa_data::ConvertSummary, Vec<String>, Vec<usize>) {
+        let out = std::env::temp_dir().join(format!("capa-sgf-convert-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let mut warnings = Vec::new();
+        let summary = convert_sgf::<9>(files, &out, options, &mut |w| warnings.push(w)).unwrap();
+        let mut paths: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        let examples = paths
+            .iter()
+            .map(|path| {
+                let record = GameRecord::<Go9>::read(path).unwrap();
+                let history = record.history();
+                assert_eq!(history.moves().len(), record.plies.len());
+                for (ply, (position, &m)) in record.plies.iter().zip(history.positions().iter().zip(history.moves())) {
+                    assert_eq!(ply.visits, [(position.policy_index(m) as u16, 1.0)], "the target is the move played");
+                }
+                record.plies.iter().filter(|p| p.full_search).count()
+            })
+            .collect();
+        std::fs::remove_dir_all(&out).unwrap();
+        (summary, warnings, examples)
+    }
+
+    fn fixture_file(name: &str, text: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("capa-sgf-{name}-{}.sgf", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn every_move_is_an_example_once() {
+        let file = fixture_file("fixtures", FIXTURES);
+        let (summary, warnings, examples) = run("all", std::slice::from_ref(&file), &options());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!((summary.games, summary.converted, summary.examples, summary.duplicates), (3, 3, 20, 0));
+        assert_eq!(examples, [6, 13, 1]);
+        // A copy of the file: its games are all duplicates; the same path twice is read once.
+        let copy = fixture_file("copy", FIXTURES);
+        let (summary, _, examples) = run("twice", &[file.clone(), copy.clone(), file.clone()], &options());
+        assert_eq!((summary.converted, summary.examples, summary.duplicates), (6, 20, 20));
+        assert_eq!(summary.skipped.get("file listed twice"), Some(&1));
+        assert_eq!(examples.iter().sum::<usize>(), 20);
+        std::fs::remove_file(copy).unwrap();
+        // Only the winners' moves: white's 3 in the first, black's 7 in the second; the draw is skipped.
+        let (summary, warnings, examples) =
+            run("winner", std::slice::from_ref(&file), &ConvertOptions { winner_only: true, ..options() });
+        assert_eq!((summary.converted, summary.examples), (2, 10));
+        assert_eq!(summary.skipped.get("draw (winner only)"), Some(&1), "{warnings:?}");
+        assert_eq!(examples, [3, 7]);
+        // At most two a game.
+        let (summary, _, examples) =
+            run("cap", std::slice::from_ref(&file), &ConvertOptions { max_per_game: 2, ..options() });
+        assert_eq!((summary.examples, examples), (5, vec![2, 2, 1]));
+        std::fs::remove_file(file).unwrap();
+    }
+
+    #[test]
+    fn bad_games_and_files_are_skipped_by_reason() {
+        let text = "(;SZ[13]RE[B+1];B[aa])(;SZ[9];B[aa])(;SZ[9]RE[B+huh];B[aa])(;SZ[9]RE[W+1];B[aa];W[aa])\
+                    (;SZ[9]RE[B+1];B[aa];B[bb])(;SZ[9]RE[B+1];B[cc];W[dd])(;SZ[9]";
+        let file = fixture_file("bad", text);
+        let missing = std::env::temp_dir().join("capa-no-such-file.sgf");
+        let (summary, warnings, examples) = run("bad", &[file.clone(), missing], &options());
+        let skipped: Vec<(&str, usize)> = summary.skipped.iter().map(|(r, n)| (*r, *n)).collect();
+        assert_eq!(
+            skipped,
+            [
+                ("bad record", 1),
+                ("illegal move", 1),
+                ("moves out of turn", 1),
+                ("no result", 1),
+                ("unknown result", 1),
+                ("unreadable file", 1),
+                ("wrong board size", 1)
+            ],
+            "{warnings:#?}"
+        );
+        assert_eq!((summary.games, summary.converted, examples), (7, 1, vec![2]));
+        assert!(
+            warnings.iter().any(|w| w.contains("game 4 (line 1), move 2: A9 by White is occupied")),
+            "{warnings:#?}"
+        );
+        std::fs::remove_file(file).unwrap();
+    }
+
+    #[test]
+    fn tactics_are_tagged() {
+        let mut go = Go9::startpos();
+        for vertex in "E5 D5 pass F5 pass".split_whitespace() {
+            go.play(go.parse_move(vertex).unwrap());
+        }
+        let e6 = go.parse_move("E6").unwrap();
+        assert_eq!(Tactics::of(&go, e6).names(), ["atari"], "E5 is left with E4 alone");
+        go.play(e6);
+        let e4 = go.parse_move("E4").unwrap();
+        assert_eq!(Tactics::of(&go, e4).names(), ["escape"], "E5 E4 breathe at E3, D4, F4");
+        let quiet = go.parse_move("A1").unwrap();
+        assert!(!Tactics::of(&go, quiet).any());
+        // Black takes at E5 in the ko: a capture.
+        let mut go = Go9::startpos();
+        for vertex in "D6 E6 C5 F5 D4 E4 pass D5".split_whitespace() {
+            go.play(go.parse_move(vertex).unwrap());
+        }
+        assert_eq!(Tactics::of(&go, go.parse_move("E5").unwrap()).names(), ["capture"]);
+    }
 }

@@ -6,6 +6,7 @@
 
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
+use capa_rules::go::Go9;
 use capa_rules::{FenErrorKind, Game, MoveError};
 use proptest::prelude::*;
 
@@ -199,6 +200,13 @@ fn single_edit(fens: &'static [&'static str]) -> impl Strategy<Value = String> {
 
 const CAPA: &[&str] = &crate::common::CAPABLANCA_FENS;
 const CHESS: &[&str] = &crate::common::CHESS_FENS;
+/// Go positions in their text form: the empty board, stones with a ko, passes, superko.
+const GO: &[&str] = &[
+    "9/9/9/9/9/9/9/9/9 b - 0 7.5 simple 0",
+    "9/9/9/3XO4/2X1XO3/3XO4/9/9/9 w D5 0 7.5 simple 9",
+    "XO7/1O7/9/9/4X4/9/9/9/8X w - 1 0.5 superko 31",
+    "9/9/9/9/9/9/9/9/9 b",
+];
 
 /// What every accepted FEN must satisfy: it writes back to a FEN that parses
 /// to the same position, and moves can be generated, played and judged.
@@ -218,6 +226,19 @@ proptest! {
     fn fen_parsers_never_panic(s in "\\PC{0,100}") {
         accepted_is_consistent::<Capablanca>(&s);
         accepted_is_consistent::<Chess>(&s);
+        accepted_is_consistent::<Go9>(&s);
+    }
+
+    #[test]
+    fn mutated_go_texts(text in mutated(GO)) {
+        accepted_is_consistent::<Go9>(&text);
+    }
+
+    #[test]
+    fn go_vertices_never_panic(s in "[A-Za-z0-9]{0,4}|\\PC{0,8}") {
+        for text in GO {
+            let _ = Go9::from_fen(text).unwrap().parse_move(&s);
+        }
     }
 
     #[test]

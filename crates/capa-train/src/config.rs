@@ -922,6 +922,7 @@ mod tests {
             "capablanca.toml",
             "chess.toml",
             "distill.toml",
+            "go9.toml",
             "ladder-capablanca.toml",
             "ladder-chess.toml",
             "learn.toml",
