@@ -141,6 +141,7 @@ mod tests {
             "capa perft --variant go9 --depth 2",
             "capa sgf convert a.sgf games/ --out ex --size 9 --winner-only --tactical-bias --max-per-game 40 \
              --ko-rule superko --seed 2",
+            "capa sgf spot-check ex/ more.capa --count 12 --out sheet.png --size 13 --seed 4",
             "capa match a.safetensors fairy-stockfish --games 4 --nodes 16 --variant capablanca --openings o.txt \
              --random-plies 2 --seed 3 --concurrency 2 --pgn m.pgn --sprt -5,5 --ply-cap 300 \
              --option-a MinibatchSize=4 --option-b UCI_Elo=1500 --option-b Threads=1 --timeout 5",
@@ -214,6 +215,8 @@ mod tests {
             "capa perft --variant go7",
             "capa sgf convert a.sgf",
             "capa sgf convert a.sgf --out x --ko-rule japanese",
+            "capa sgf spot-check ex/",
+            "capa sgf spot-check --out sheet.png",
             "capa match a",
             "capa match a b --nodes 5 --movetime 100",
             "capa match a b --tc 0+1",

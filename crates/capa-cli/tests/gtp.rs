@@ -109,6 +109,7 @@ fn a_go_network_plays_gnu_go_without_an_illegal_move() {
     assert!(stderr(&out).contains("a Go match takes --nodes"), "{}", stderr(&out));
 }
 
+/// `capa sgf convert` then `capa sgf spot-check` on what it wrote.
 #[test]
 fn sgf_convert_sums_up_and_names_bad_games() {
     let dir = crate::scratch("sgf-in");
@@ -133,4 +134,24 @@ fn sgf_convert_sums_up_and_names_bad_games() {
     assert!(stderr(&missing).contains("/no/such.sgf: no such file or folder"), "{}", stderr(&missing));
     let size = capa(&["sgf", "convert", dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--size", "7"]);
     assert!(stderr(&size).contains("--size 7"), "{}", stderr(&size));
+
+    // The spot check draws the three examples, and names a damaged record.
+    std::fs::write(out.join("damaged.capa"), "not a record").unwrap();
+    let sheet = crate::scratch("sheet.png");
+    let args = |size: &str, count: &str| {
+        let (out, sheet) = (out.to_str().unwrap().to_string(), sheet.to_str().unwrap().to_string());
+        ["sgf", "spot-check", &out, "--out", &sheet, "--size", size, "--count", count].map(String::from)
+    };
+    let run = capa(&args("9", "5").each_ref().map(String::as_str));
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stdout(&run).starts_with("3 examples drawn of 3 in 1 records (1 skipped)"), "{}", stdout(&run));
+    assert!(stderr(&run).contains("damaged.capa"), "{}", stderr(&run));
+    let png = std::fs::read(&sheet).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let dimension = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((dimension(16), dimension(20)), (3 * 280, 340), "three boards in a row");
+    let other_size = capa(&args("19", "5").each_ref().map(String::as_str));
+    assert!(stderr(&other_size).contains("no example to draw: 0 records read, 2 skipped"), "{}", stderr(&other_size));
+    let none = capa(&args("9", "0").each_ref().map(String::as_str));
+    assert!(stderr(&none).contains("--count 0: draw 1 to 100 examples"), "{}", stderr(&none));
 }

@@ -1,7 +1,8 @@
 //! The `capa` binary as a user runs it: output format, exit codes, errors.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use capa_net::burn::backend::Flex;
 use capa_net::burn::backend::flex::FlexDevice;
@@ -133,10 +134,17 @@ fn bench_search_rejects_bad_arguments() {
     }
 }
 
+/// A path in this test binary's scratch folder (under the target folder,
+/// emptied once per run, so runs do not pile up files).
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capa-cli-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-cli-tests");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+    .join(name)
 }
 
 /// A small network with fresh weights, written once per game, name and process.

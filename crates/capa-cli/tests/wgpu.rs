@@ -1,6 +1,7 @@
 //! `capa` on the wgpu backend (Mesa's lavapipe in CI): the UCI engine
 //! searching with it, and the error for a machine without any adapter.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use capa_uci::{Go, UciEngine};
 
 #[test]
 fn capa_uci_searches_on_wgpu() {
-    let dir = std::env::temp_dir().join(format!("capa-cli-wgpu-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-cli-wgpu");
     std::fs::create_dir_all(&dir).unwrap();
     let net = dir.join("capablanca.safetensors");
     let config = NetConfig {

@@ -15,26 +15,33 @@
 //! - [`centipawns`]: Lc0's mapping from an expected score to centipawns.
 //! - [`write_atomically`]: how every file of capa is written, so that a
 //!   reader sees the old file or the whole new one, never a part.
+//! - [`read_sgf`], [`convert_sgf`], [`spot_check`]: Go's SGF game records,
+//!   their moves as training examples, and a sample of those to look at.
+//! - [`input_files`]: the files of the paths a user names, folders searched.
 
 #![deny(missing_docs)]
 
 mod atomic;
 mod frame;
 mod generate;
+mod input;
 mod openings;
 mod pgn;
 mod record;
 mod sgf;
 mod sgf_convert;
+mod spot_check;
 mod teacher;
 
 pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, rename_durably, write_atomically};
 pub use generate::{Generation, GenerationEvent, GenerationSummary, generate};
+pub use input::{InputError, input_files};
 pub use openings::{OpeningError, OpeningsError, parse_opening, read_openings};
 pub use pgn::{PgnTags, centipawns, q_from_centipawns, to_pgn, write_pgn};
-pub use record::{Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues};
+pub use record::{Ending, GameRecord, PlyRecord, RECORD_EXTENSION, RecordError, Resignation, SearchValues};
 pub use sgf::{Replay, SgfError, SgfGame, SgfMove, SgfResult, read_sgf, read_sgf_file};
 pub use sgf_convert::{ConvertOptions, ConvertSummary, Tactics, convert_sgf};
+pub use spot_check::{SpotExample, SpotSummary, spot_check};
 pub use teacher::{
     Candidate, MATE_CENTIPAWNS, PolicyTarget, TEACHER_EXTENSION, TeacherGame, policy_target, score_centipawns,
 };

@@ -125,6 +125,10 @@ pub struct Resignation {
     pub would_have_resigned: Option<u32>,
 }
 
+/// The extension of game record files, as self-play and `capa sgf
+/// convert` name them.
+pub const RECORD_EXTENSION: &str = "capa";
+
 /// One game: the start, the moves, and the search's view of each ply.
 #[derive(Clone, Debug)]
 pub struct GameRecord<G: Game> {

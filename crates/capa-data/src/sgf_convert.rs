@@ -17,7 +17,7 @@ use capa_mcts::Rng;
 use capa_rules::Game;
 use capa_rules::go::{Cell, Go, GoMove, KoRule};
 
-use crate::record::{Ending, GameRecord, PlyRecord, Resignation, SearchValues};
+use crate::record::{Ending, GameRecord, PlyRecord, RECORD_EXTENSION, Resignation, SearchValues};
 use crate::sgf::{SgfGame, SgfResult, read_sgf_file};
 
 /// What makes a move tactical.
@@ -61,7 +61,7 @@ impl Tactics {
     }
 }
 
-/// How `convert_sgf` chooses examples.
+/// How `convert_sgf` chooses examples (by default: every move, simple ko).
 #[derive(Clone, Debug)]
 pub struct ConvertOptions {
     /// Only the winner's moves are examples.
@@ -77,6 +77,19 @@ pub struct ConvertOptions {
     pub ko_rule: KoRule,
     /// Seeds the random choices.
     pub seed: u64,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> ConvertOptions {
+        ConvertOptions {
+            winner_only: false,
+            tactics_only: false,
+            tactical_bias: false,
+            max_per_game: 0,
+            ko_rule: KoRule::Simple,
+            seed: 1,
+        }
+    }
 }
 
 /// What a conversion did.
@@ -142,7 +155,7 @@ pub fn convert_sgf<const N: usize>(
                     let game = game.as_ref().expect("usable");
                     match examples::<N>(game, options, &mut seen, &mut rng, &mut summary) {
                         Ok(record) => {
-                            let path = out.join(format!("{stem}-{:05}.capa", game.number));
+                            let path = out.join(format!("{stem}-{:05}.{RECORD_EXTENSION}", game.number));
                             record.write(&path).with_context(|| format!("cannot write {}", path.display()))?;
                             summary.converted += 1;
                             continue;

@@ -4,6 +4,7 @@
 //! (`loadsgf`) with the same stones at the end.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use capa_data::{SgfResult, read_sgf, read_sgf_file};
@@ -131,7 +132,7 @@ fn gnugo() -> Option<std::path::PathBuf> {
 #[test]
 fn games_gnu_go_wrote_replay_to_the_stones_gnu_go_loads() {
     let Some(gnugo) = gnugo() else { return };
-    let dir = std::env::temp_dir().join(format!("capa-sgf-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-sgf-gnugo");
     std::fs::create_dir_all(&dir).unwrap();
     for (seed, size, moves) in [(1, 9, 200), (2, 9, 200), (3, 9, 120), (4, 13, 250)] {
         let path = dir.join(format!("gnugo-{seed}.sgf"));
@@ -196,19 +197,13 @@ fn stones<const N: usize>(go: &Go<N>) -> Vec<(String, String)> {
 mod convert {
     use capa_data::{ConvertOptions, GameRecord, Tactics, convert_sgf};
     use capa_rules::Game;
-    use capa_rules::go::{Go9, KoRule};
+    use capa_rules::go::Go9;
 
     use super::FIXTURES;
+    use std::path::Path;
 
     fn options() -> ConvertOptions {
-        ConvertOptions {
-            winner_only: false,
-            tactics_only: false,
-            tactical_bias: false,
-            max_per_game: 0,
-            ko_rule: KoRule::Simple,
-            seed: 1,
-        }
+        ConvertOptions::default()
     }
 
     /// Converts `files` into a fresh folder; the summary, the warnings and
@@ -218,7 +213,7 @@ mod convert {
         files: &[std::path::PathBuf],
         options: &ConvertOptions,
     ) -> (capa_data::ConvertSummary, Vec<String>, Vec<usize>) {
-        let out = std::env::temp_dir().join(format!("capa-sgf-convert-{name}-{}", std::process::id()));
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capa-sgf-convert-{name}"));
         let _ = std::fs::remove_dir_all(&out);
         let mut warnings = Vec::new();
         let summary = convert_sgf::<9>(files, &out, options, &mut |w| warnings.push(w)).unwrap();
@@ -241,7 +236,7 @@ mod convert {
     }
 
     fn fixture_file(name: &str, text: &str) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!("capa-sgf-{name}-{}.sgf", std::process::id()));
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capa-sgf-{name}.sgf"));
         std::fs::write(&path, text).unwrap();
         path
     }
@@ -278,7 +273,7 @@ mod convert {
         let text = "(;SZ[13]RE[B+1];B[aa])(;SZ[9];B[aa])(;SZ[9]RE[B+huh];B[aa])(;SZ[9]RE[W+1];B[aa];W[aa])\
                     (;SZ[9]RE[B+1];B[aa];B[bb])(;SZ[9]RE[B+1];B[cc];W[dd])(;SZ[9]";
         let file = fixture_file("bad", text);
-        let missing = std::env::temp_dir().join("capa-no-such-file.sgf");
+        let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-no-such-file.sgf");
         let (summary, warnings, examples) = run("bad", &[file.clone(), missing], &options());
         let skipped: Vec<(&str, usize)> = summary.skipped.iter().map(|(r, n)| (*r, *n)).collect();
         assert_eq!(

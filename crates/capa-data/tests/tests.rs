@@ -2,6 +2,7 @@
 //! bytes, which must give an error and never a panic.
 
 use std::io::{Read, Write};
+use std::path::Path;
 
 mod sgf;
 
@@ -142,7 +143,7 @@ fn records_round_trip_for_both_games() {
 
 #[test]
 fn files_round_trip_and_errors_name_the_file() {
-    let dir = std::env::temp_dir().join(format!("capa-data-test-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-data-test");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("game.capa");
     let game = random_game::<Chess>(9, 80);
@@ -225,4 +226,27 @@ fn crc32fast_hash(bytes: &[u8]) -> u32 {
         }
     }
     !crc
+}
+
+/// Folders are searched in a fixed order, hidden entries and unwanted
+/// names skipped; files named are taken as they are; a missing path is an
+/// error naming it.
+#[test]
+fn input_files_searches_folders_in_a_fixed_order() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-data-inputs");
+    let _ = std::fs::remove_dir_all(&dir);
+    for folder in ["b", "a/z", ".hidden"] {
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+    }
+    for file in ["b/2.sgf", "b/1.sgf", "a/z/3.sgf", "a.sgf", ".hidden/4.sgf", ".5.sgf", "b/notes.txt"] {
+        std::fs::write(dir.join(file), "").unwrap();
+    }
+    let named = dir.join("b/notes.txt");
+    let files = capa_data::input_files(&[dir.clone(), named], |name| name.ends_with(".sgf")).unwrap();
+    let relative: Vec<String> =
+        files.iter().map(|f| f.strip_prefix(&dir).unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(relative, ["a/z/3.sgf", "a.sgf", "b/1.sgf", "b/2.sgf", "b/notes.txt"]);
+    let missing = dir.join("missing");
+    let error = capa_data::input_files(std::slice::from_ref(&missing), |_| true).unwrap_err().to_string();
+    assert_eq!(error, format!("{}: no such file or folder", missing.display()));
 }

@@ -17,6 +17,7 @@ mod explorer;
 mod plot;
 mod position;
 mod server;
+mod sheet;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ pub use archive::GameMeta;
 pub use explorer::{Explorer, IndexBuilder, LISTED_GAMES, Lookup, MoveCounts, NO_MOVE, StoredGame};
 pub use plot::{XAxis, write_plots};
 pub use server::MAX_SEARCHES;
+pub use sheet::{BoardPicture, contact_sheet};
 
 /// What the GUI is started with.
 #[derive(Clone, Debug)]

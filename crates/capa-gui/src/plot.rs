@@ -108,11 +108,7 @@ pub fn write_plots(run: &RunDir, out: &Path, x: XAxis) -> Result<Vec<PathBuf>> {
     if lines.is_empty() {
         bail!("{}/metrics.jsonl holds no complete line", run.location());
     }
-    static FONT_ONCE: Once = Once::new();
-    FONT_ONCE.call_once(|| {
-        // The font is compiled in; a failure here is a broken build, and the plots say so below.
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    });
+    register_font();
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut written = Vec::new();
     for series in series(&lines, x) {
@@ -122,6 +118,27 @@ pub fn write_plots(run: &RunDir, out: &Path, x: XAxis) -> Result<Vec<PathBuf>> {
         written.push(path);
     }
     Ok(written)
+}
+
+/// Makes the compiled-in font plotters' `sans-serif`.
+pub(crate) fn register_font() {
+    static FONT_ONCE: Once = Once::new();
+    FONT_ONCE.call_once(|| {
+        // The font is compiled in; a failure here is a broken build, and drawing text says so.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// RGB pixels as a PNG image.
+pub(crate) fn encode_png(pixels: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
+    let mut png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(pixels)?;
+    writer.finish()?;
+    Ok(png)
 }
 
 /// One series as a PNG image.
@@ -181,12 +198,5 @@ fn draw(series: &Series, x: XAxis, run: &str) -> Result<Vec<u8>> {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     }
-    let mut png = Vec::new();
-    let mut encoder = png::Encoder::new(&mut png, width, height);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header()?;
-    writer.write_image_data(&pixels)?;
-    writer.finish()?;
-    Ok(png)
+    encode_png(&pixels, width, height)
 }

@@ -23,7 +23,7 @@ pub fn shipped_net() -> PathBuf {
 }
 
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capa-gui-test-{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capa-gui-test-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -45,6 +45,8 @@ pub fn tiny_run() -> &'static Path {
             "game.ply_cap=40".to_string(),
             "train.steps=2".to_string(),
             "train.batch=32".to_string(),
+            // The conv policy head keeps the run's files a few MB.
+            "net.policy_head=conv".to_string(),
         ]
         .to_vec();
         let config = capa_train::RunConfig::parse(&text, &sets).unwrap();

@@ -29,6 +29,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use capa_data::InputError;
+use capa_data::input_files;
 use capa_rules::chess::Chess;
 use flate2::Compression;
 use flate2::read::MultiGzDecoder;
@@ -296,52 +298,13 @@ pub fn partial_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// An input path that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {reason}", path.display())]
-pub struct InputError {
-    /// The file or folder.
-    pub path: PathBuf,
-    /// Why.
-    pub reason: String,
-}
-
 /// The V6 files of `paths`: files as given, folders searched recursively
-/// for `.gz` files (hidden entries skipped), each folder's sorted by path.
+/// for `.gz` files ([`input_files`]).
 ///
 /// # Errors
 /// A path that does not exist, or a folder that cannot be listed.
 pub fn v6_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
-        let error = |e: io::Error| InputError { path: dir.to_path_buf(), reason: format!("cannot list: {e}") };
-        for entry in std::fs::read_dir(dir).map_err(error)? {
-            let entry = entry.map_err(error)?;
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out)?;
-            } else if path.extension().is_some_and(|e| e == "gz") && path.is_file() {
-                out.push(path);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let mut found = Vec::new();
-            walk(path, &mut found)?;
-            found.sort();
-            files.extend(found);
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            return Err(InputError { path: path.clone(), reason: "no such file or folder".into() });
-        }
-    }
-    Ok(files)
+    input_files(paths, |name| name.ends_with(".gz"))
 }
 
 /// Reads a gzipped V6 file whole.

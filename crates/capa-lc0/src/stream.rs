@@ -21,7 +21,8 @@ use std::thread::JoinHandle;
 
 use flate2::read::{GzDecoder, MultiGzDecoder};
 
-use crate::InputError;
+use capa_data::{InputError, input_files};
+
 use crate::record::{CLASSICAL_INPUT, V6_SIZE, V6_VERSION};
 use crate::sample::{SampleSettings, V6Sample};
 
@@ -106,37 +107,7 @@ fn is_tar_gz(path: &Path) -> bool {
 /// A path that does not exist, a folder that cannot be listed, an archive
 /// that cannot be opened.
 pub fn v6_chunks(paths: &[PathBuf]) -> Result<(Vec<Chunk>, Vec<DataWarning>), InputError> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
-        let error = |e: io::Error| InputError { path: dir.to_path_buf(), reason: format!("cannot list: {e}") };
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(error)? {
-            let entry = entry.map_err(error)?;
-            if !entry.file_name().to_string_lossy().starts_with('.') {
-                found.push(entry.path());
-            }
-        }
-        found.sort();
-        for path in found {
-            let name = path.to_string_lossy();
-            // Not through symbolic links to folders: a link up the tree would loop.
-            if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                walk(&path, out)?;
-            } else if (name.ends_with(".gz") || name.ends_with(".tar") || name.ends_with(".tgz")) && path.is_file() {
-                out.push(path);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            walk(path, &mut files)?;
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            return Err(InputError { path: path.clone(), reason: "no such file or folder".into() });
-        }
-    }
+    let files = input_files(paths, |name| name.ends_with(".gz") || name.ends_with(".tar") || name.ends_with(".tgz"))?;
     let (mut chunks, mut warnings) = (Vec::new(), Vec::new());
     for path in files {
         if is_tar_gz(&path) {

@@ -170,9 +170,17 @@ pub fn slim_net(input: &Path, output: &Path, precision: Precision) -> Result<Net
 /// [`NetError::Io`] when the file cannot be written, [`NetError::Format`]
 /// when the tensors cannot be serialised.
 pub fn save_net<B: Backend>(net: &Net<B>, path: &Path) -> Result<(), NetError> {
+    write_atomically(path, &net_bytes(net)?)
+}
+
+/// `net` as the bytes of a network file (what [`save_net`] writes).
+///
+/// # Errors
+/// [`NetError::Format`] when the tensors cannot be serialised.
+pub fn net_bytes<B: Backend>(net: &Net<B>) -> Result<Vec<u8>, NetError> {
     let mut tensors = Tensors::new();
     collect(net, "net.", &mut tensors);
-    write_atomically(path, &to_bytes(&tensors, metadata(net.config()), Precision::F32)?)
+    to_bytes(&tensors, metadata(net.config()), Precision::F32)
 }
 
 /// Loads a network file (or a checkpoint's `net.*` weights), building the

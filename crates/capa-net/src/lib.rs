@@ -36,8 +36,8 @@ use std::path::PathBuf;
 
 pub use backend::{BackendKind, BackendTask, DeviceSpec, with_backend};
 pub use checkpoint::{
-    NetFileInfo, load_checkpoint, load_net, load_net_into, read_net_config, read_net_info, save_checkpoint, save_net,
-    slim_net,
+    NetFileInfo, load_checkpoint, load_net, load_net_into, net_bytes, read_net_config, read_net_info, save_checkpoint,
+    save_net, slim_net,
 };
 pub use config::{FfnKind, GameKind, NetConfig, NormKind, PolicyHeadKind};
 pub use encode::{NetGame, encode_batch};

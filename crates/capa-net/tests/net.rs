@@ -1,7 +1,8 @@
 //! The network on the CPU backend: shapes, the flat start, learning,
 //! checkpoints and their failures, the evaluator in a search.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use burn::backend::flex::FlexDevice;
 use burn::backend::{Autodiff, Flex};
@@ -42,10 +43,17 @@ fn every_option(game: GameKind) -> NetConfig {
     }
 }
 
+/// A path in this test binary's scratch folder (under the target folder,
+/// emptied once per run, so runs do not pile up files).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capa-net-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-net-tests");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+    .join(name)
 }
 
 /// Positions from a seeded random game, with their planes.

@@ -16,7 +16,7 @@
 #![cfg(any(feature = "wgpu", feature = "cuda"))]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::prelude::*;
@@ -445,7 +445,7 @@ impl BackendTask for Step {
 /// A training step of a fresh network of `config` on 16 positions, with a
 /// learning rate of 1e-3 and clipping at 0.5.
 fn step<G: NetGame>(config: NetConfig, precision: Precision) -> Step {
-    let dir = std::env::temp_dir().join(format!("capa-wgpu-tests-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-wgpu-tests");
     std::fs::create_dir_all(&dir).unwrap();
     // One file per test: the tests run in parallel, and each file is a
     // fresh draw that both backends must read.

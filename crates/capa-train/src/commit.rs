@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use capa_net::{
-    CapaAutodiffBackend, CapaBackend, Net, Trainer, load_checkpoint, load_net_into, save_checkpoint, save_net,
+    CapaAutodiffBackend, CapaBackend, Net, Trainer, load_checkpoint, load_net_into, net_bytes, save_checkpoint,
 };
 use serde::{Deserialize, Serialize};
 
@@ -107,11 +107,7 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
 
 /// Saves the network under its hash and points `LATEST` at it.
 pub(crate) fn publish_net<B: CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
-    let staged = std::env::temp_dir().join(format!("capa-net-{}.safetensors", std::process::id()));
-    save_net(net, &staged)?;
-    let bytes = std::fs::read(&staged).with_context(|| format!("cannot read {}", staged.display()));
-    let _ = std::fs::remove_file(&staged);
-    let bytes = bytes?;
+    let bytes = net_bytes(net)?;
     // The safetensors header's metadata comes in no fixed order: name the
     // network by its architecture and its weights (what follows the header).
     let header = bytes.get(..8).map_or(0, |len| u64::from_le_bytes(len.try_into().expect("8 bytes")));
@@ -155,6 +151,7 @@ mod tests {
     use capa_net::burn::backend::flex::FlexDevice;
     use capa_net::burn::backend::{Autodiff, Flex};
     use capa_net::burn::prelude::Backend;
+    use capa_net::save_net;
 
     use super::*;
 

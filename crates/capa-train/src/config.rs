@@ -81,7 +81,8 @@ pub struct RunSection {
     /// optimizer state stay f32).
     pub precision: Precision,
     /// `selfplay`: learn from the network's own games; `distill`: from a
-    /// teacher's (`[distill]`), an epoch per iteration; `supervised`: from
+    /// teacher's or from game records such as `capa sgf convert` writes
+    /// (`[distill]`), an epoch per iteration; `supervised`: from
     /// Lc0 V6 training data (`[supervised]`, chess), `train.steps` steps
     /// per iteration.
     pub mode: RunMode,
@@ -114,7 +115,8 @@ impl Default for RunSection {
 pub enum RunMode {
     /// Its own self-play games (or the workers').
     SelfPlay,
-    /// A teacher engine's games, from `capa distill gen`.
+    /// A teacher's games (`capa distill gen`), or game records such as
+    /// `capa sgf convert` writes.
     Distill,
     /// Lc0 V6 training data (chess).
     Supervised,
@@ -132,11 +134,67 @@ pub struct GameSection {
     /// ([`capa_rules::Game::material`]: pawns in chess, area points in Go)
     /// wins; 0: always a draw.
     pub ply_cap_win_margin: u32,
+    /// Go: the points White gets on top of its area, a multiple of 0.5.
+    /// Absent: 7.5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub komi: Option<f32>,
+    /// Go: `simple` (no immediate recapture of a single stone) or `superko`
+    /// (positional superko: no earlier position again). Absent: simple.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ko_rule: Option<KoRuleKind>,
 }
 
 impl Default for GameSection {
     fn default() -> GameSection {
-        GameSection { name: GameKind::Capablanca, ply_cap: 400, ply_cap_win_margin: 0 }
+        GameSection { name: GameKind::Capablanca, ply_cap: 400, ply_cap_win_margin: 0, komi: None, ko_rule: None }
+    }
+}
+
+/// `game.ko_rule`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KoRuleKind {
+    /// No immediate recapture of a single stone.
+    Simple,
+    /// Positional superko.
+    Superko,
+}
+
+impl GameSection {
+    /// The text form of the position self-play starts from when it is not
+    /// the game's own start (Go with `komi` or `ko_rule` set); `None`
+    /// otherwise.
+    ///
+    /// # Errors
+    /// The key and what is wrong: a komi off the half-point grid, or either
+    /// key for a chess game.
+    pub fn start_text(&self) -> Result<Option<String>, (&'static str, String)> {
+        fn go<const N: usize>(komi: Option<f32>, ko_rule: Option<KoRuleKind>) -> Result<String, String> {
+            let mut start = <capa_rules::go::Go<N> as capa_rules::Game>::startpos();
+            if let Some(komi) = komi {
+                start = start.with_komi(komi)?;
+            }
+            if let Some(ko_rule) = ko_rule {
+                start = start.with_ko_rule(match ko_rule {
+                    KoRuleKind::Simple => capa_rules::go::KoRule::Simple,
+                    KoRuleKind::Superko => capa_rules::go::KoRule::PositionalSuperko,
+                });
+            }
+            Ok(capa_rules::Game::fen(&start))
+        }
+        if self.komi.is_none() && self.ko_rule.is_none() {
+            return Ok(None);
+        }
+        let key = if self.komi.is_some() { "game.komi" } else { "game.ko_rule" };
+        let text = match self.name {
+            GameKind::Go9 => go::<9>(self.komi, self.ko_rule),
+            GameKind::Go13 => go::<13>(self.komi, self.ko_rule),
+            GameKind::Go19 => go::<19>(self.komi, self.ko_rule),
+            GameKind::Chess | GameKind::Capablanca => {
+                Err(format!("is a rule of Go: leave it out for {}", self.name.name()))
+            }
+        };
+        text.map(Some).map_err(|message| (key, message))
     }
 }
 
@@ -477,7 +535,9 @@ pub enum TargetKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DistillSection {
-    /// The positions to learn from: the folder `capa distill gen` wrote,
+    /// The positions to learn from: the folder `capa distill gen` wrote
+    /// (teacher games), a folder of game records (`capa sgf convert`: the
+    /// moves played are the policy targets, the results the value targets),
     /// or a run directory (its `games/`) when `teacher_net` is set.
     pub data: PathBuf,
     /// A network whose outputs on the positions of `data` are the targets
@@ -700,6 +760,9 @@ impl RunConfig {
     /// Checks every range; on failure the key and what is wrong.
     fn validate(&self) -> Result<(), (String, String)> {
         let fail = |key: &str, message: String| Err((key.to_string(), message));
+        if let Err((key, message)) = self.game.start_text() {
+            return fail(key, message);
+        }
         let s = &self.selfplay;
         let unit = |v: f32| (0.0..=1.0).contains(&v);
         let checks: [(&str, bool, String); 20] = [
@@ -784,8 +847,8 @@ impl RunConfig {
             (
                 "distill.data",
                 !self.distills() || !self.distill.data.as_os_str().is_empty(),
-                "must name the folder `capa distill gen` wrote (or, with distill.teacher_net, a run directory) when \
-                 run.mode = \"distill\" or distill.epochs > 0",
+                "must name the folder `capa distill gen` or `capa sgf convert` wrote (or, with distill.teacher_net, a \
+                 run directory) when run.mode = \"distill\" or distill.epochs > 0",
             ),
             (
                 "distill.temperature",
@@ -807,13 +870,9 @@ impl RunConfig {
             ),
             (
                 "run.mode",
-                !self.distills() || self.game.name.is_chess(),
-                "distillation learns from a UCI engine's multipv, which plays chess games: not for Go",
-            ),
-            (
-                "run.mode",
                 self.run.mode != RunMode::Supervised || self.game.name == GameKind::Chess,
-                "\"supervised\" reads Lc0's V6 chess data: set game.name = \"chess\"",
+                "\"supervised\" reads Lc0's V6 chess data: set game.name = \"chess\" (other games learn from game \
+                 records, such as `capa sgf convert` writes, with run.mode = \"distill\")",
             ),
             (
                 "supervised.data",

@@ -1,5 +1,6 @@
 //! `run.mode = "distill"`: the network learns from a teacher's games
-//! (`capa distill gen`) instead of its own. Each iteration is an epoch:
+//! (`capa distill gen`, or the players of `capa sgf convert`'s SGF games)
+//! instead of its own. Each iteration is an epoch:
 //! as many steps as the training split has positions per batch, on
 //! uniformly drawn positions; then the held-out games measure how often
 //! the network's first choice is the teacher's, and the policy and value
@@ -22,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
-use capa_data::{GameRecord, PolicyTarget, TEACHER_EXTENSION, TeacherGame};
+use capa_data::{GameRecord, PolicyTarget, RECORD_EXTENSION, TEACHER_EXTENSION, TeacherGame};
 use capa_net::{CapaAutodiffBackend, CapaBackend, MOVES_LEFT_SCALE, Net, NetGame, burn, load_net};
 use serde::Serialize;
 
@@ -77,12 +78,13 @@ pub(crate) fn load<G: NetGame>(
 
 /// Reads every game in `folder`, and hands it to `keep` as a training
 /// record with whether it is held out: the teacher games of `capa distill
-/// gen` in file-name order, or, when `folder` is a run directory (it has
-/// `games/`), the run's own games, oldest first.
+/// gen` and the game records of `capa sgf convert` in file-name order, or,
+/// when `folder` is a run directory (it has `games/`), the run's own games,
+/// oldest first.
 ///
 /// # Errors
-/// A missing or empty folder, a damaged teacher file (named), a game of
-/// another kind.
+/// A missing or empty folder, a damaged file (named), a game of another
+/// kind.
 pub(crate) fn read_teacher<G: NetGame>(
     folder: &Path,
     target: PolicyTarget,
@@ -107,22 +109,26 @@ pub(crate) fn read_teacher<G: NetGame>(
     let mut names = Vec::new();
     for entry in entries {
         let path = entry.with_context(|| format!("distill.data: cannot list {}", folder.display()))?.path();
-        if path.extension().is_some_and(|e| e == TEACHER_EXTENSION) {
+        if path.extension().is_some_and(|e| e == TEACHER_EXTENSION || e == RECORD_EXTENSION) {
             names.push(path);
         }
     }
     names.sort();
     if names.is_empty() {
         bail!(
-            "distill.data: {} holds no .{TEACHER_EXTENSION} files and is no run directory (run `capa distill gen` \
-             first)",
+            "distill.data: {} holds no .{TEACHER_EXTENSION} or .{RECORD_EXTENSION} files and is no run directory \
+             (run `capa distill gen` or `capa sgf convert` first)",
             folder.display()
         );
     }
     for path in names {
-        let game = TeacherGame::<G>::read(&path).context("distill.data")?;
+        let record = if path.extension().is_some_and(|e| e == TEACHER_EXTENSION) {
+            TeacherGame::<G>::read(&path).context("distill.data")?.to_game_record(target)
+        } else {
+            GameRecord::<G>::read(&path).context("distill.data")?
+        };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        keep(game.to_game_record(target), held_out(&name, holdout));
+        keep(record, held_out(&name, holdout));
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! the replay window.
 
 use anyhow::Result;
-use capa_data::GameRecord;
+use capa_data::{GameRecord, RECORD_EXTENSION};
 use capa_net::NetGame;
 
 use crate::buffer::ValueTarget;
@@ -12,7 +12,7 @@ use crate::rundir::{Entry, RunDir};
 
 /// A game file's name: the iteration, then the game, so names sort in play order.
 pub(crate) fn game_file_name(iteration: u64, index: u32) -> String {
-    format!("local-i{iteration:06}-g{index:06}.capa")
+    format!("local-i{iteration:06}-g{index:06}.{RECORD_EXTENSION}")
 }
 
 /// The iteration a game file belongs to.
@@ -23,7 +23,7 @@ pub(crate) fn game_file_iteration(name: &str) -> Option<u64> {
 /// Every game file of the run, oldest first (by modification time, then key).
 pub(crate) fn list_games(dir: &RunDir) -> Result<Vec<Entry>> {
     let mut files = dir.list("games")?;
-    files.retain(|file| file.key.ends_with(".capa"));
+    files.retain(|file| file.key.strip_suffix(RECORD_EXTENSION).is_some_and(|stem| stem.ends_with('.')));
     files.sort_by(|a, b| (a.modified, &a.key).cmp(&(b.modified, &b.key)));
     Ok(files)
 }

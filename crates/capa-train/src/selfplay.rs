@@ -36,11 +36,18 @@ pub struct SelfPlaySettings {
     pub concurrent: usize,
     /// Search groups.
     pub groups: usize,
+    /// The text form of the position every game starts from, when it is
+    /// not the game's own start (Go's komi and ko rule).
+    pub start: Option<String>,
 }
 
 impl SelfPlaySettings {
     /// The settings the config's sections describe.
-    pub fn new(section: &SelfPlaySection, game: &GameSection) -> SelfPlaySettings {
+    ///
+    /// # Errors
+    /// A `[game]` start that does not fit the game (named by its key).
+    pub fn new(section: &SelfPlaySection, game: &GameSection) -> Result<SelfPlaySettings> {
+        let start = game.start_text().map_err(|(key, message)| anyhow!("{key}: {message}"))?;
         let noise = (section.dirichlet_epsilon > 0.0)
             .then_some(DirichletNoise { alpha: section.dirichlet_alpha, epsilon: section.dirichlet_epsilon });
         let params = SearchParams {
@@ -69,7 +76,7 @@ impl SelfPlaySettings {
             after_cutoff: section.temperature_after_cutoff,
         };
         let concurrent = if section.concurrent == 0 { section.games } else { section.concurrent.min(section.games) };
-        SelfPlaySettings {
+        Ok(SelfPlaySettings {
             params,
             cap,
             temperature,
@@ -79,7 +86,8 @@ impl SelfPlaySettings {
             resign_disabled_fraction: section.resign_disabled_fraction,
             concurrent: concurrent as usize,
             groups: section.groups,
-        }
+            start,
+        })
     }
 }
 
@@ -152,7 +160,11 @@ where
     let timed = Timed { inner: evaluator, nanos: AtomicU64::new(0) };
     let mut stats = SelfPlayStats::default();
     let concurrent = settings.concurrent.clamp(1, games.max(1) as usize);
-    let new_history = || History::new(G::startpos()).with_ply_cap(settings.ply_cap);
+    let start = match &settings.start {
+        Some(text) => G::from_fen(text).map_err(|e| anyhow!("the start position {text}: {e}"))?,
+        None => G::startpos(),
+    };
+    let new_history = || History::new(start.clone()).with_ply_cap(settings.ply_cap);
     let fraction = curriculum.as_ref().map_or(0.0, |c| c.fraction);
     let mut next_game = 0u32;
     let mut slots = Vec::with_capacity(concurrent);
@@ -388,7 +400,12 @@ mod tests {
     /// once the root's visit distribution settles; off, none does.
     #[test]
     fn the_kld_stop_fires_in_self_play_on_a_settled_tree() {
-        let game = GameSection { name: capa_net::GameKind::Chess, ply_cap: 6, ply_cap_win_margin: 0 };
+        let game = GameSection {
+            name: capa_net::GameKind::Chess,
+            ply_cap: 6,
+            ply_cap_win_margin: 0,
+            ..GameSection::default()
+        };
         let section = SelfPlaySection {
             games: 2,
             simulations: 4_000,
@@ -398,7 +415,7 @@ mod tests {
             ..SelfPlaySection::default()
         };
         let run = |section: &SelfPlaySection| {
-            let settings = SelfPlaySettings::new(section, &game);
+            let settings = SelfPlaySettings::new(section, &game).unwrap();
             let stop = AtomicBool::new(false);
             let evaluator = capa_mcts::RandomEvaluator;
             play::<capa_rules::chess::Chess, _>(&evaluator, &settings, 2, 1, "net", &stop, None, |_, _| Ok(())).unwrap()

@@ -48,7 +48,7 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         return Ok(Finish::Completed);
     }
     let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
-    let settings = SelfPlaySettings::new(&config.selfplay, &config.game);
+    let settings = SelfPlaySettings::new(&config.selfplay, &config.game)?;
     // Workers play their own games: the curriculum is the trainer's.
     let mut curriculum =
         if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, carried.curriculum_elo)? } else { None };

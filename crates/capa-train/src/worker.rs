@@ -38,7 +38,7 @@ pub fn work(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &Ato
 
 fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &AtomicBool) -> Result<Finish> {
     let dir = &RunDir::open(&config.run.dir)?;
-    let settings = SelfPlaySettings::new(&config.selfplay, &config.game);
+    let settings = SelfPlaySettings::new(&config.selfplay, &config.game)?;
     let mut next = next_number(dir, worker)?;
     let mut written = 0u64;
     let worker_seed = config.run.seed ^ worker.bytes().fold(0u64, |h, b| h.rotate_left(8) ^ u64::from(b));

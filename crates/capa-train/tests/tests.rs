@@ -45,7 +45,7 @@ keep = 1
 "#;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capa-train-{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capa-train-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -313,9 +313,10 @@ fn every_architecture_option_runs_and_a_change_is_refused_on_resume() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Two iterations of `configs/go9.toml`, smaller: Go self-play games end
-/// by two passes (the winner the area score's), by resignation or at the
-/// cap, and the network trains on them.
+/// Two iterations of `configs/go9.toml`, smaller: Go self-play games start
+/// with the config's komi and ko rule, end by two passes (the winner the
+/// area score's), by resignation or at the cap, and the network trains on
+/// them.
 #[test]
 fn go9_self_play_trains() {
     let dir = scratch("go9");
@@ -331,6 +332,8 @@ fn go9_self_play_trains() {
         "net.channels=16",
         "net.blocks=1",
         "net.groups=4",
+        "game.komi=5.5",
+        "game.ko_rule=superko",
     ];
     train(&config, &run, &smaller);
     assert_eq!(metric_iterations(&run), [1, 2]);
@@ -339,6 +342,8 @@ fn go9_self_play_trains() {
     for path in games {
         use capa_rules::Game;
         let record = capa_data::GameRecord::<capa_rules::go::Go9>::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(record.start.komi(), 5.5);
+        assert_eq!(record.start.ko_rule(), capa_rules::go::KoRule::PositionalSuperko);
         let mut history = capa_rules::History::new(record.start.clone());
         for &m in &record.moves {
             history.play(m);
@@ -358,6 +363,80 @@ fn go9_self_play_trains() {
             other => other == capa_data::Ending::Rules(capa_rules::Termination::PlyCap),
         };
         assert!(ok, "{}: {:?} {:?} at {}", path.display(), record.ending, record.winner, position.fen());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Random legal 9x9 games written as SGF, each with its area score as the
+/// result: moves at random until `moves`, then two passes.
+fn random_sgf_games(games: u64, moves: usize) -> String {
+    use capa_rules::Game;
+    let mut text = String::new();
+    let mut rng = capa_mcts::Rng::new(11);
+    for _ in 0..games {
+        let mut position = capa_rules::go::Go9::startpos();
+        let mut sgf = String::new();
+        for ply in 0..moves + 2 {
+            let mut legal = capa_rules::MoveList::new();
+            position.legal_moves(&mut legal);
+            let points: Vec<_> = legal.iter().copied().filter(|m| m.point().is_some()).collect();
+            let m = if ply < moves && !points.is_empty() {
+                points[(rng.next_u64() % points.len() as u64) as usize]
+            } else {
+                capa_rules::go::GoMove::PASS
+            };
+            let color = if position.turn() == capa_rules::Color::Black { 'B' } else { 'W' };
+            let vertex = m.point().map_or(String::new(), |p| {
+                let letter = |i: usize| char::from(b'a' + i as u8);
+                format!("{}{}", letter(p % 9), letter(8 - p / 9))
+            });
+            sgf.push_str(&format!(";{color}[{vertex}]"));
+            position.play(m);
+        }
+        let score = position.score();
+        let result = if score > 0.0 { format!("B+{score}") } else { format!("W+{}", -score) };
+        text.push_str(&format!("(;GM[1]FF[4]SZ[9]KM[7.5]RE[{result}]{sgf})\n"));
+    }
+    text
+}
+
+/// A Go network learns from SGF games: `capa sgf convert`'s records are
+/// the data of a distillation run (the moves the policy targets, the
+/// results the value targets), every example trained on or held out.
+#[test]
+fn go9_learns_from_sgf_games() {
+    let dir = scratch("go9-sgf");
+    let sgf = dir.join("games.sgf");
+    std::fs::write(&sgf, random_sgf_games(24, 40)).unwrap();
+    let records = dir.join("records");
+    let options = capa_data::ConvertOptions::default();
+    let summary = capa_data::convert_sgf::<9>(&[sgf], &records, &options, &mut |w| panic!("{w}")).unwrap();
+    assert_eq!((summary.games, summary.converted), (24, 24));
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/go9.toml");
+    let run = dir.join("run");
+    let sets = [
+        "run.mode=distill",
+        &format!("distill.data={}", records.display()),
+        "distill.holdout=0.2",
+        "run.iterations=2",
+        "train.batch=64",
+        "net.channels=16",
+        "net.blocks=1",
+        "net.groups=4",
+    ];
+    train(&config, &run, &sets);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        let (trained, held) =
+            (line["train_positions"].as_u64().unwrap(), line["held_out"]["positions"].as_u64().unwrap());
+        assert_eq!(trained + held, summary.examples, "{line}");
+        assert!(held > 0 && line["held_out"]["policy"].as_f64().unwrap().is_finite(), "{line}");
+        assert_eq!(line["train"]["steps"].as_u64().unwrap(), trained.div_ceil(64), "{line}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 #[test]
 fn one_iteration_of_the_tiny_config_runs_on_wgpu() {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
-    let dir = std::env::temp_dir().join(format!("capa-train-wgpu-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-train-wgpu");
     let _ = std::fs::remove_dir_all(&dir);
     let output = Command::new(env!("CARGO_BIN_EXE_capa-train"))
         .arg("--config")
