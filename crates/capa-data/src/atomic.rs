@@ -57,9 +57,10 @@ pub fn rename_durably(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Removes the temporary files that writers killed midway left in
-/// `directory` and the folders below it; returns how many.
-///
-/// Call it only when no other process writes there.
+/// `directory` and the folders below it; returns how many. A temporary
+/// file is left while its writer may still be at work: its process is
+/// alive on this machine and the file is younger than an hour (a writer
+/// on another machine sharing the folder is given the hour).
 ///
 /// # Errors
 /// The I/O error of a listing or a removal, with the path.
@@ -75,11 +76,40 @@ pub fn remove_stale_temporaries(directory: &Path) -> std::io::Result<usize> {
         let path = entry.path();
         if entry.file_type()?.is_dir() {
             removed += remove_stale_temporaries(&path)?;
-        } else if entry.file_name().to_str().is_some_and(|n| n.starts_with('.') && n.contains(TEMPORARY_MARK)) {
+        } else if entry.file_name().to_str().is_some_and(|n| {
+            n.starts_with('.')
+                && n.contains(TEMPORARY_MARK)
+                && writer_gone(n, entry.metadata().ok().and_then(|m| m.modified().ok()))
+        }) {
             std::fs::remove_file(&path)
                 .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
             removed += 1;
         }
     }
     Ok(removed)
+}
+
+/// Whether the writer of the temporary file `name` (written at `modified`)
+/// is gone: its process is not running here, or the file is an hour old.
+fn writer_gone(name: &str, modified: Option<std::time::SystemTime>) -> bool {
+    let age = modified.and_then(|m| m.elapsed().ok()).unwrap_or_default();
+    if age > std::time::Duration::from_secs(3600) {
+        return true;
+    }
+    let pid = name.rsplit_once(TEMPORARY_MARK).and_then(|(_, rest)| rest.split('-').next()?.parse::<i32>().ok());
+    !pid.is_some_and(|pid| pid > 0 && process_alive(pid))
+}
+
+/// Whether process `pid` runs on this machine.
+#[cfg(unix)]
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 checks only whether the process exists; nothing is sent.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Whether process `pid` runs on this machine: unknown here, so yes.
+#[cfg(not(unix))]
+fn process_alive(_pid: i32) -> bool {
+    true
 }

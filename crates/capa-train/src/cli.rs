@@ -42,6 +42,12 @@ pub enum Command {
     /// publishes a new network, until Ctrl-C. The trainer, started with
     /// `selfplay.local = false`, trains on what workers write.
     Selfplay(WorkerArgs),
+    /// Check the run: the commit point and its checkpoint, every network
+    /// file against the hash it is named by, a metrics line for each
+    /// committed iteration, every game file whole, no game trained on
+    /// twice, no gap in a worker's game numbers, no temporary file left.
+    /// Prints each problem and a summary; exits 1 when there is one.
+    Check(RunArgs),
 }
 
 /// A self-play worker's arguments.

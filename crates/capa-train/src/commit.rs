@@ -5,7 +5,8 @@
 
 use anyhow::{Context, Result};
 use capa_net::{
-    CapaAutodiffBackend, CapaBackend, Net, Trainer, load_checkpoint, load_net_into, net_bytes, save_checkpoint,
+    CapaAutodiffBackend, CapaBackend, Net, NetConfig, Trainer, load_checkpoint, load_net_into, net_bytes,
+    save_checkpoint,
 };
 use serde::{Deserialize, Serialize};
 
@@ -19,10 +20,13 @@ const COMMIT: &str = "checkpoints/latest.json";
 
 /// The commit point of an iteration.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct Latest {
-    iteration: u64,
-    checkpoint: String,
-    network: String,
+pub(crate) struct Latest {
+    /// The iteration committed.
+    pub iteration: u64,
+    /// Its checkpoint's file name in `checkpoints/`.
+    pub checkpoint: String,
+    /// Its network's hash.
+    pub network: String,
     #[serde(flatten)]
     carried: Carried,
 }
@@ -88,8 +92,11 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
     Ok(resumed)
 }
 
-/// Saves the iteration's checkpoint and commits the iteration (`latest.json`),
-/// then prunes old checkpoints.
+/// Saves the iteration's checkpoint, runs `record` (which writes what the
+/// iteration leaves besides: its metrics line), commits the iteration
+/// (`latest.json`), then prunes old checkpoints. A run killed before the
+/// commit redoes the iteration, and the resume drops what `record` wrote
+/// for it; one killed after has it all.
 pub(crate) fn commit<B: CapaAutodiffBackend>(
     config: &RunConfig,
     dir: &RunDir,
@@ -97,9 +104,11 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
     iteration: u64,
     network: &str,
     carried: Carried,
+    record: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     let checkpoint = format!("iter-{iteration:06}.safetensors");
     dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(trainer, path)?))?;
+    record()?;
     let latest = Latest { iteration, checkpoint, network: network.to_string(), carried };
     dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
     prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)
@@ -108,17 +117,26 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
 /// Saves the network under its hash and points `LATEST` at it.
 pub(crate) fn publish_net<B: CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
     let bytes = net_bytes(net)?;
-    // The safetensors header's metadata comes in no fixed order: name the
-    // network by its architecture and its weights (what follows the header).
-    let header = bytes.get(..8).map_or(0, |len| u64::from_le_bytes(len.try_into().expect("8 bytes")));
-    let weights = bytes.get(8 + header as usize..).unwrap_or_default();
-    let hash = format!("{:016x}", capa_rules::fnv1a(format!("{:?}", net.config()).as_bytes().iter().chain(weights)));
+    let hash = network_hash(net.config(), &bytes);
     dir.write(&format!("nets/{hash}.safetensors"), &bytes)?;
     dir.publish_latest(&hash)?;
     Ok(hash)
 }
 
-fn read_latest(dir: &RunDir) -> Result<Option<Latest>> {
+/// The name of a network file: a hash of its architecture and its weights
+/// (what follows the safetensors header, whose metadata comes in no fixed
+/// order).
+pub(crate) fn network_hash(config: &NetConfig, file: &[u8]) -> String {
+    let header = file.get(..8).map_or(0, |len| u64::from_le_bytes(len.try_into().expect("8 bytes")));
+    let weights = file.get(8usize.saturating_add(header as usize)..).unwrap_or_default();
+    format!("{:016x}", capa_rules::fnv1a(format!("{config:?}").as_bytes().iter().chain(weights)))
+}
+
+/// The commit point, if the run has one.
+///
+/// # Errors
+/// The failure to read it, or a damaged file.
+pub(crate) fn read_latest(dir: &RunDir) -> Result<Option<Latest>> {
     let Some(bytes) = dir.read(COMMIT)? else { return Ok(None) };
     let latest =
         serde_json::from_slice(&bytes).with_context(|| format!("{COMMIT} in {} is damaged", dir.location()))?;

@@ -278,19 +278,24 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         // the evaluation redoes the epoch, and its metrics line is whole.
         let eval = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
         let saved = Instant::now();
-        commit(config, dir, &trainer, iteration, &network, Carried::default())?;
-        let metrics = EpochMetrics {
-            iteration,
-            network: network.clone(),
-            train_positions: data.train.positions(),
-            train: report,
-            held_out,
-            eval,
-            seconds_train,
-            seconds_held_out,
-            seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
-        };
-        dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
+        let mut recorded = None;
+        commit(config, dir, &trainer, iteration, &network, Carried::default(), || {
+            let metrics = EpochMetrics {
+                iteration,
+                network: network.clone(),
+                train_positions: data.train.positions(),
+                train: report,
+                held_out,
+                eval,
+                seconds_train,
+                seconds_held_out,
+                seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
+            };
+            dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
+            recorded = Some(metrics);
+            Ok(())
+        })?;
+        let metrics = recorded.expect("recorded before the commit");
         eprintln!(
             "epoch {iteration}: {} steps, loss {:.3} (policy {:.3}, wdl {:.3}); held out: top-1 agreement {:.1}%, \
              policy {:.3}, wdl {:.3} on {} positions; {:.0}s training; network {}{}",

@@ -28,6 +28,42 @@ pub(crate) fn list_games(dir: &RunDir) -> Result<Vec<Entry>> {
     Ok(files)
 }
 
+/// The ledger of iteration `iteration`: the game files it trained on,
+/// written with its metrics line, before its commit.
+pub(crate) fn ledger_key(iteration: u64) -> String {
+    format!("ledger/iter-{iteration:06}.txt")
+}
+
+/// The game files a run had seen by iteration `iteration` when it began
+/// keeping ledgers (every file there was then).
+pub(crate) fn ledger_baseline_key(iteration: u64) -> String {
+    format!("ledger/before-{iteration:06}.txt")
+}
+
+/// The ledgers of the iterations up to `committed`, by key: what the
+/// committed iterations trained on. A ledger of a later iteration is one a
+/// killed iteration left; its redo replaces it.
+///
+/// # Errors
+/// The failure to list or read them.
+pub(crate) fn read_ledgers(dir: &RunDir, committed: u64) -> Result<Vec<(String, Vec<String>)>> {
+    let mut ledgers = Vec::new();
+    let mut keys: Vec<String> = dir.list("ledger")?.into_iter().map(|entry| entry.key).collect();
+    keys.sort();
+    for key in keys {
+        let iteration = file_name(&key)
+            .strip_suffix(".txt")
+            .and_then(|stem| stem.strip_prefix("iter-").or_else(|| stem.strip_prefix("before-")))
+            .and_then(|number| number.parse::<u64>().ok());
+        if iteration.is_some_and(|i| i <= committed) {
+            let bytes = dir.read(&key)?.unwrap_or_default();
+            let games = String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect();
+            ledgers.push((key, games));
+        }
+    }
+    Ok(ledgers)
+}
+
 /// The file name part of a key.
 pub(crate) fn file_name(key: &str) -> &str {
     key.rsplit('/').next().unwrap_or(key)

@@ -11,11 +11,13 @@
 //!   `games.rs`: the run's game files; `metrics.rs`: `metrics.jsonl`;
 //!   `rundir.rs`: a local folder or an object store;
 //! - `worker.rs`: self-play workers; `diagnostics.rs`: `buffer_stats` and
-//!   `overfit_check` over a run's replay window.
+//!   `overfit_check` over a run's replay window; `check.rs`: `capa-train
+//!   check`, what a run must be after any crash.
 
 #![deny(missing_docs)]
 
 mod buffer;
+mod check;
 pub mod cli;
 mod commit;
 mod config;
@@ -35,9 +37,10 @@ mod supervised;
 mod worker;
 
 pub use buffer::{HostBatch, ReplayBuffer, Sampling};
+pub use check::{CheckReport, check};
 pub use config::{
     BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalMethod, EvalSection, GameSection,
-    NetSection, RunConfig, RunMode, RunSection, SelfPlaySection, TargetKind, TrainSection,
+    KoRuleKind, NetSection, RunConfig, RunMode, RunSection, SelfPlaySection, TargetKind, TrainSection,
 };
 pub use curriculum::{Curriculum, CurriculumReport};
 pub use diagnostics::{BufferStats, HeldOutReport, OverfitReport, buffer_stats, overfit_check};

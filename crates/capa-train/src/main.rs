@@ -1,5 +1,6 @@
 //! `capa-train --config run.toml`: self-play, replay buffer and training in
-//! one loop, resumable; `capa-train selfplay`: a self-play worker.
+//! one loop, resumable; `capa-train selfplay`: a self-play worker;
+//! `capa-train check`: the run checked.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,6 +17,18 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::Selfplay(args)) => {
             load(&args.run).and_then(|(config, stop)| work(&config, &args.worker, args.games, &stop))
+        }
+        Some(Command::Check(args)) => {
+            return match load(args).and_then(|(config, _)| capa_train::check(&config)) {
+                Ok(report) => {
+                    for problem in &report.problems {
+                        println!("problem: {problem}");
+                    }
+                    println!("{}", report.summary());
+                    if report.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+                }
+                Err(e) => capa_train::cli::exit_code(&e),
+            };
         }
         None => load(&cli.run).and_then(|(config, stop)| run(&config, &stop)),
     };

@@ -350,6 +350,36 @@ impl RunDir {
         Ok(Some(file))
     }
 
+    /// The temporary files of local writers (keys), which a killed writer
+    /// leaves; a store has none.
+    ///
+    /// # Errors
+    /// The failure to list.
+    pub fn temporaries(&self) -> Result<Vec<String>> {
+        fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+            let entries = match std::fs::read_dir(dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            for entry in entries {
+                let entry = entry?;
+                let path = entry.path();
+                if entry.file_type()?.is_dir() {
+                    walk(root, &path, out)?;
+                } else if entry.file_name().to_string_lossy().contains(capa_data::TEMPORARY_MARK) {
+                    out.push(path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/"));
+                }
+            }
+            Ok(())
+        }
+        let mut out = Vec::new();
+        if let Place::Local(root) = &self.place {
+            walk(root, root, &mut out).with_context(|| format!("cannot list {}", root.display()))?;
+        }
+        Ok(out)
+    }
+
     /// Removes what writers killed midway left (local runs; a store has no
     /// partial objects). Returns how many.
     ///

@@ -23,7 +23,10 @@ use crate::config::RunConfig;
 use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
 use crate::evaluate::evaluate_if_due;
-use crate::games::{file_name, game_file_iteration, game_file_name, list_games, read_game, window_games};
+use crate::games::{
+    file_name, game_file_iteration, game_file_name, ledger_baseline_key, ledger_key, list_games, read_game,
+    read_ledgers, window_games,
+};
 use crate::metrics::{METRICS, Metrics, new_positions, warnings};
 use crate::progress::progress;
 use crate::rundir::{Entry, RunDir};
@@ -61,7 +64,7 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         } else {
             collect_worker_games(config, dir, &mut buffer, &mut seen, stop)?
         };
-        let Some(stats) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
+        let Some((stats, trained_on)) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
             return Ok(Finish::Interrupted);
         };
         let new_positions = new_positions(config, &stats);
@@ -86,21 +89,26 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         let evaluation = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
         let saved = Instant::now();
         let carried = Carried { curriculum_elo: curriculum.as_ref().map(Curriculum::elo), ..Carried::default() };
-        commit(config, dir, &trainer, iteration, &network, carried)?;
-        let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
-
-        let metrics = Metrics::new(
-            iteration,
-            &stats,
-            &buffer,
-            &report,
-            config,
-            [selfplay_seconds, train_seconds, checkpoint_seconds],
-            &network,
-            evaluation,
-            curriculum_report,
-        );
-        dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
+        let mut recorded = None;
+        commit(config, dir, &trainer, iteration, &network, carried, || {
+            dir.write(&ledger_key(iteration), trained_on.join("\n").as_bytes())?;
+            let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
+            let metrics = Metrics::new(
+                iteration,
+                &stats,
+                &buffer,
+                &report,
+                config,
+                [selfplay_seconds, train_seconds, checkpoint_seconds],
+                &network,
+                evaluation,
+                curriculum_report,
+            );
+            dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
+            recorded = Some(metrics);
+            Ok(())
+        })?;
+        let metrics = recorded.expect("recorded before the commit");
         eprintln!("{}", metrics.summary());
         for warning in warnings(config, new_positions) {
             tracing::warn!("{warning}");
@@ -118,7 +126,8 @@ struct Games<'a, G: NetGame> {
 }
 
 /// One iteration's self-play with the trainer's network, each game written
-/// and added to the buffer as it ends. `None` when stopped.
+/// and added to the buffer as it ends, and the games' keys. `None` when
+/// stopped.
 fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
     games: Games<'_, G>,
@@ -127,13 +136,14 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     iteration: u64,
     network: &str,
     stop: &AtomicBool,
-) -> Result<Option<SelfPlayStats>> {
+) -> Result<Option<(SelfPlayStats, Vec<String>)>> {
     let Games { dir, settings, buffer, curriculum } = games;
     let net = NetEvaluator::<G>::from_net(trainer.inference_net().cast(config.run.precision), devices)?;
     let evaluator = CachedEvaluator::new(net, config.selfplay.cache);
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let (started, mut plies) = (Instant::now(), 0usize);
     let mut pgn = String::new();
+    let mut keys = Vec::new();
     let stats = play::<G, _>(
         &evaluator,
         settings,
@@ -143,7 +153,9 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
         stop,
         curriculum,
         |index, record| {
-            dir.write(&format!("games/{network}/{}", game_file_name(iteration, index)), &record.to_bytes())?;
+            let key = format!("games/{network}/{}", game_file_name(iteration, index));
+            dir.write(&key, &record.to_bytes())?;
+            keys.push(key);
             plies += record.plies.len();
             bar.set_message(format!("{:.1} plies/s", plies as f64 / started.elapsed().as_secs_f64()));
             pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{iteration}.{}", index + 1)));
@@ -156,12 +168,14 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     let (hits, lookups) = evaluator.hits();
     tracing::info!("iteration {iteration}: the evaluation cache answered {hits} of {lookups} positions");
     dir.write(&format!("pgn/iter-{iteration:06}.pgn"), pgn.as_bytes())?;
-    Ok((!stop.load(Ordering::Relaxed)).then_some(stats))
+    Ok((!stop.load(Ordering::Relaxed)).then_some((stats, keys)))
 }
 
-/// The newest games of the run, enough to fill the window, into a buffer,
-/// and the set of every game file seen. The trainer's own games of an
-/// iteration that never completed are removed: it is played again.
+/// The newest games the committed iterations trained on, enough to fill
+/// the window, into a buffer, and the set of those game files (their
+/// ledgers'): the workers' games that no committed iteration took are the
+/// next iteration's. The trainer's own games of an iteration that never
+/// completed are removed: it is played again.
 fn rebuild_buffer<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
@@ -174,6 +188,23 @@ fn rebuild_buffer<G: NetGame>(
             _ => files.push(file),
         }
     }
+    let committed = first_iteration - 1;
+    let ledgers = read_ledgers(dir, committed)?;
+    let seen: HashSet<String> = if ledgers.is_empty() && committed > 0 {
+        // A run from before ledgers: the games written by its last commit
+        // count as seen, as they did then; the baseline keeps that.
+        let committed_at = dir.list("checkpoints")?.into_iter().find(|e| e.key.ends_with("latest.json"));
+        let before: Vec<&str> = files
+            .iter()
+            .filter(|file| committed_at.as_ref().is_none_or(|at| file.modified <= at.modified))
+            .map(|file| file.key.as_str())
+            .collect();
+        dir.write(&ledger_baseline_key(committed), before.join("\n").as_bytes())?;
+        before.into_iter().map(str::to_string).collect()
+    } else {
+        ledgers.into_iter().flat_map(|(_, games)| games).collect()
+    };
+    files.retain(|file| seen.contains(&file.key));
     let value = config.train.value_target();
     let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, value);
     let own = window_games::<G>(config, dir, &files)?;
@@ -203,19 +234,19 @@ fn rebuild_buffer<G: NetGame>(
     if own_games > 0 {
         tracing::info!("replay buffer: {} positions, {own_games} of its games the run's own", buffer.positions());
     }
-    Ok((buffer, files.into_iter().map(|file| file.key).collect()))
+    Ok((buffer, seen))
 }
 
 /// Without local self-play: waits until workers have written
 /// `selfplay.games` games the trainer has not seen, and adds every new one
-/// to the buffer. `None` when stopped while waiting.
+/// to the buffer; returns their keys too. `None` when stopped while waiting.
 fn collect_worker_games<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
     buffer: &mut ReplayBuffer<G>,
     seen: &mut HashSet<String>,
     stop: &AtomicBool,
-) -> Result<Option<SelfPlayStats>> {
+) -> Result<Option<(SelfPlayStats, Vec<String>)>> {
     let started = Instant::now();
     let mut announced = false;
     let fresh = loop {
@@ -238,13 +269,15 @@ fn collect_worker_games<G: NetGame>(
         std::thread::sleep(std::time::Duration::from_millis(500));
     };
     let mut stats = SelfPlayStats::default();
+    let mut keys = Vec::new();
     for file in fresh {
         if let Some(record) = read_game::<G>(dir, &file.key)? {
             stats.count(&record);
             buffer.push(record);
+            keys.push(file.key.clone());
         }
         seen.insert(file.key);
     }
     stats.seconds = started.elapsed().as_secs_f64();
-    Ok(Some(stats))
+    Ok(Some((stats, keys)))
 }

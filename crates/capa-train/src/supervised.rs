@@ -220,22 +220,27 @@ pub(crate) fn supervised<B: CapaAutodiffBackend, G: NetGame>(
         let eval = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
         let saved = Instant::now();
         let carried = Carried { data_position: Some(stream.position()), ..Carried::default() };
-        commit(config, dir, &trainer, iteration, &network, carried)?;
         let now = stream.counts();
-        let metrics = SupervisedMetrics {
-            iteration,
-            network: network.clone(),
-            epochs: stream.epochs(),
-            data: DataCounts::between(counted, now),
-            train: report,
-            held_out,
-            eval,
-            seconds_train,
-            seconds_held_out,
-            seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
-        };
+        let mut recorded = None;
+        commit(config, dir, &trainer, iteration, &network, carried, || {
+            let metrics = SupervisedMetrics {
+                iteration,
+                network: network.clone(),
+                epochs: stream.epochs(),
+                data: DataCounts::between(counted, now),
+                train: report,
+                held_out,
+                eval,
+                seconds_train,
+                seconds_held_out,
+                seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
+            };
+            dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
+            recorded = Some(metrics);
+            Ok(())
+        })?;
+        let metrics = recorded.expect("recorded before the commit");
         counted = now;
-        dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
         eprintln!(
             "iteration {iteration}: {} steps, loss {:.3} (policy {:.3}, wdl {:.3}), data wait {:.1}%; held out: \
              top-1 agreement with the best move {:.1}%, policy {:.3}, wdl {:.3} on {} positions; epoch {:.2}; \

@@ -3,8 +3,9 @@
 //! `selfplay.local = false` (on this machine or one sharing the directory).
 //!
 //! A worker's game files are `games/<network>/<worker>-<n>.capa`, `n`
-//! counting on from the worker's highest file, so a restarted worker never
-//! overwrites its own games and workers never overwrite each other's.
+//! counting on from the worker's highest file in the order the games end,
+//! so a restarted worker never overwrites its own games, workers never
+//! overwrite each other's, and the numbers have no gap (`capa-train check`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -77,11 +78,13 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
         let first = next;
         let mut pgn = String::new();
         let seed = mix(worker_seed, first);
-        let stats = play::<G, _>(evaluator, &settings, games, seed, network, stop, None, |index, record| {
-            let number = first + u64::from(index);
+        let stats = play::<G, _>(evaluator, &settings, games, seed, network, stop, None, |_, record| {
+            // Numbered as they end (games played at once end out of order),
+            // so that a gap in a worker's numbers is a game lost in writing.
+            let number = next;
             dir.write(&format!("games/{network}/{worker}-{number:08}.capa"), &record.to_bytes())?;
             pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{worker}.{number}")));
-            next = next.max(number + 1);
+            next += 1;
             written += 1;
             Ok(())
         })?;

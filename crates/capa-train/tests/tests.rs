@@ -480,7 +480,8 @@ fn workers_feed_a_trainer_through_the_run_directory() {
     let workers = [worker("alpha"), worker("beta")];
     let output = command(&config, &run, &["selfplay.local=false"]).output().unwrap();
     for mut worker in workers {
-        worker.kill().unwrap();
+        // SIGTERM: a worker stops between games, leaving no temporary file.
+        Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().unwrap();
         worker.wait().unwrap();
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -506,6 +507,38 @@ fn workers_feed_a_trainer_through_the_run_directory() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&bad.stderr).contains("worker name"));
+
+    // `capa-train check`: a whole run, then the same run damaged.
+    let check = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_capa-train"));
+        command.args(["check", "--config"]).arg(&config).arg("--set").arg(format!("run.dir={}", run.display()));
+        let output = command.output().unwrap();
+        (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let (whole, report) = check();
+    assert!(whole && report.starts_with("committed iterations: 2;") && report.contains("problems: 0"), "{report}");
+    let game = files.iter().find(|f| f.file_name().unwrap().to_string_lossy().starts_with("beta-")).unwrap();
+    let mut bytes = std::fs::read(game).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(game, bytes).unwrap();
+    std::fs::write(run.join("games/.x.capa.tmp-99999999-1"), "half").unwrap();
+    let first_ledger = std::fs::read_to_string(run.join("ledger/iter-000001.txt")).unwrap();
+    let twice = first_ledger.lines().next().unwrap().to_string();
+    std::fs::write(run.join("ledger/iter-000002.txt"), format!("{twice}\n")).unwrap();
+    let network = line["network"].as_str().unwrap();
+    std::fs::remove_file(run.join(format!("nets/{network}.safetensors"))).unwrap();
+    let (whole, report) = check();
+    assert!(!whole, "{report}");
+    for problem in [
+        &format!("{}: ", game.strip_prefix(&run).unwrap().display()),
+        "games/.x.capa.tmp-99999999-1: a temporary file left behind",
+        &format!("{twice} trained on twice: in ledger/iter-000001.txt and ledger/iter-000002.txt"),
+        "ledger/iter-000002.txt: 1 games, its metrics line says",
+        &format!("LATEST names network {network}, which is missing"),
+    ] {
+        assert!(report.contains(problem), "{problem}: {report}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -615,6 +648,9 @@ fn a_trainer_and_a_worker_share_an_s3_bucket() {
     assert_eq!(metrics.lines().count(), 3);
     let record = run.read(&games[0].key).unwrap().unwrap();
     GameRecord::<Capablanca>::from_bytes(&record).unwrap();
+    let check = server.command(&["check"], &config, &[]).output().unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success() && report.contains("committed iterations: 3;"), "{report}");
 
     // LATEST moves only from the version a writer last saw.
     let other = capa_train::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();

@@ -1,0 +1,184 @@
+//! `capa-train check`: what a run directory must be after any crash, kill
+//! or storage fault, checked: the commit point and its checkpoint, every
+//! network file against the hash it is named by, a metrics line for each
+//! committed iteration and no other, every game file whole, each game
+//! trained on by one iteration at most (the ledgers), no gap in a worker's
+//! game numbers, and no temporary file left behind.
+
+use std::collections::{BTreeMap, HashMap};
+
+use anyhow::Result;
+use capa_data::GameRecord;
+use capa_net::{NetGame, for_game, read_net_config};
+
+use crate::commit::{network_hash, read_latest};
+use crate::config::RunConfig;
+use crate::games::{file_name, list_games, read_ledgers};
+use crate::metrics::METRICS;
+use crate::rundir::RunDir;
+
+/// What [`check`] found.
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    /// The last committed iteration (0: none yet).
+    pub committed: u64,
+    /// Game files in the run.
+    pub games: usize,
+    /// Of those, the ones a committed iteration trained on.
+    pub trained_on: usize,
+    /// Network files checked against their names.
+    pub networks: usize,
+    /// What is wrong, one line each.
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// The summary line.
+    pub fn summary(&self) -> String {
+        format!(
+            "committed iterations: {}; game files: {} ({} trained on, {} not yet); networks: {} checked; problems: {}",
+            self.committed,
+            self.games,
+            self.trained_on,
+            self.games - self.trained_on.min(self.games),
+            self.networks,
+            self.problems.len()
+        )
+    }
+}
+
+/// Checks the run of `config`.
+///
+/// # Errors
+/// A run directory that cannot be opened or listed (what is wrong inside
+/// it is a problem in the report).
+pub fn check(config: &RunConfig) -> Result<CheckReport> {
+    let dir = RunDir::open(&config.run.dir)?;
+    for_game!(config.game.name, G => check_run::<G>(&dir))
+}
+
+fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
+    let mut report = CheckReport::default();
+    let problems = &mut report.problems;
+    // The commit point and its checkpoint.
+    let latest = match read_latest(dir) {
+        Ok(latest) => latest,
+        Err(e) => {
+            problems.push(format!("{e:#}"));
+            None
+        }
+    };
+    if let Some(latest) = &latest {
+        report.committed = latest.iteration;
+        let key = format!("checkpoints/{}", latest.checkpoint);
+        match dir.local_copy(&key) {
+            Ok(Some(path)) => {
+                if let Err(e) = read_net_config(&path) {
+                    problems.push(format!("{key}: {e}"));
+                }
+            }
+            Ok(None) => problems.push(format!("latest.json names {key}, which is missing")),
+            Err(e) => problems.push(format!("{e:#}")),
+        }
+    }
+    // Every network against its name.
+    for entry in dir.list("nets")? {
+        let Some(hash) = file_name(&entry.key).strip_suffix(".safetensors") else { continue };
+        report.networks += 1;
+        let verified = dir.local_copy(&entry.key).and_then(|path| {
+            let path = path.ok_or_else(|| anyhow::anyhow!("gone while checking"))?;
+            let config = read_net_config(&path)?;
+            Ok(network_hash(&config, &std::fs::read(&path)?))
+        });
+        match verified {
+            Ok(actual) if actual == hash => {}
+            Ok(actual) => problems.push(format!("{}: its content hashes to {actual}", entry.key)),
+            Err(e) => problems.push(format!("{}: {e:#}", entry.key)),
+        }
+    }
+    let has_network = |hash: &str| dir.read(&format!("nets/{hash}.safetensors")).is_ok_and(|bytes| bytes.is_some());
+    if let Some(bytes) = dir.read("LATEST")? {
+        let hash = String::from_utf8_lossy(&bytes).trim().to_string();
+        if !has_network(&hash) {
+            problems.push(format!("LATEST names network {hash}, which is missing"));
+        }
+    }
+    // A metrics line for each committed iteration, in order.
+    let text = String::from_utf8_lossy(&dir.read(METRICS)?.unwrap_or_default()).into_owned();
+    let mut games_of = HashMap::new();
+    let mut expected = 1;
+    for (number, line) in text.lines().enumerate() {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+            problems.push(format!("{METRICS} line {}: not a whole JSON line", number + 1));
+            continue;
+        };
+        let iteration = value["iteration"].as_u64().unwrap_or(0);
+        if iteration != expected {
+            problems.push(format!("{METRICS} line {}: iteration {iteration}, expected {expected}", number + 1));
+        }
+        expected = iteration + 1;
+        if let Some(games) = value["games"].as_u64() {
+            games_of.insert(iteration, games as usize);
+        }
+        if let Some(network) = value["network"].as_str().filter(|n| !has_network(n)) {
+            problems.push(format!("{METRICS} line {}: network {network} is missing", number + 1));
+        }
+    }
+    // An uncommitted iteration's line is dropped by the resume; a missing one is lost.
+    if expected <= report.committed {
+        problems.push(format!("{METRICS} ends at iteration {}, committed {}", expected - 1, report.committed));
+    }
+    // Every game whole, trained on once at most, no gap in a worker's numbers.
+    let games = list_games(dir)?;
+    report.games = games.len();
+    let mut trained: HashMap<String, String> = HashMap::new();
+    for (ledger, keys) in read_ledgers(dir, report.committed)? {
+        let iteration = file_name(&ledger).strip_prefix("iter-").and_then(|s| s.strip_suffix(".txt"));
+        if let Some(counted) = iteration.and_then(|i| i.parse::<u64>().ok()).and_then(|i| games_of.get(&i))
+            && *counted != keys.len()
+        {
+            problems.push(format!("{ledger}: {} games, its metrics line says {counted}", keys.len()));
+        }
+        for key in keys {
+            if let Some(first) = trained.insert(key.clone(), ledger.clone()) {
+                problems.push(format!("{key} trained on twice: in {first} and {ledger}"));
+            }
+        }
+    }
+    let present: std::collections::HashSet<&str> = games.iter().map(|g| g.key.as_str()).collect();
+    for key in trained.keys().filter(|key| !present.contains(key.as_str())) {
+        problems.push(format!("{key} was trained on and is missing"));
+    }
+    report.trained_on = trained.len();
+    let mut numbers: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for game in &games {
+        match dir.read(&game.key) {
+            Ok(Some(bytes)) => {
+                if let Err(e) = GameRecord::<G>::from_bytes(&bytes) {
+                    problems.push(format!("{}: {e}", game.key));
+                }
+            }
+            Ok(None) => problems.push(format!("{}: gone while checking", game.key)),
+            Err(e) => problems.push(format!("{e:#}")),
+        }
+        let name = file_name(&game.key).strip_suffix(".capa").unwrap_or_default();
+        if let Some((worker, number)) = name.rsplit_once('-').filter(|(w, _)| !w.starts_with("local"))
+            && let Ok(number) = number.parse::<u64>()
+        {
+            numbers.entry(worker.to_string()).or_default().push(number);
+        }
+    }
+    for (worker, mut numbers) in numbers {
+        numbers.sort_unstable();
+        let missing: Vec<u64> =
+            (0..=*numbers.last().unwrap_or(&0)).filter(|n| numbers.binary_search(n).is_err()).collect();
+        if !missing.is_empty() {
+            problems.push(format!("worker {worker}: games {missing:?} are missing"));
+        }
+    }
+    // Nothing half-written left behind.
+    for key in dir.temporaries()? {
+        problems.push(format!("{key}: a temporary file left behind"));
+    }
+    Ok(report)
+}
