@@ -85,6 +85,7 @@ soak_on() {
   mkdir -p "$dir"
   if [ "$store" = s3 ]; then
     local moto=${CAPA_MOTO_SERVER:-moto_server}
+    command -v "$moto" >/dev/null 2>&1 || moto=${XDG_CACHE_HOME:-$HOME/.cache}/capa/moto/bin/moto_server
     if ! command -v "$moto" >/dev/null 2>&1; then
       problem "no moto_server: install it (scripts/test.sh does) or set CAPA_MOTO_SERVER"
       return

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, anyhow, bail};
 use capa_data::{remove_stale_temporaries, write_atomically};
@@ -112,19 +112,23 @@ impl RunDir {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e).with_context(what),
             },
-            Place::Store { store, prefix, runtime, latest, .. } => runtime.block_on(async {
-                match store.get(&Self::store_path(prefix, key)).await {
-                    Ok(result) => {
+            Place::Store { store, prefix, runtime, latest, .. } => {
+                let got = retrying(runtime, &what, || async {
+                    let result = store.get(&Self::store_path(prefix, key)).await?;
+                    let e_tag = result.meta.e_tag.clone();
+                    Ok((e_tag, result.bytes().await?))
+                });
+                match got {
+                    Ok((e_tag, bytes)) => {
                         if key == LATEST {
-                            let version = UpdateVersion { e_tag: result.meta.e_tag.clone(), version: None };
-                            *latest.lock().expect("not poisoned") = Some(version);
+                            *latest.lock().expect("not poisoned") = Some(UpdateVersion { e_tag, version: None });
                         }
-                        Ok(Some(result.bytes().await.with_context(what)?.to_vec()))
+                        Ok(Some(bytes.to_vec()))
                     }
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(e).with_context(what),
                 }
-            }),
+            }
         }
     }
 
@@ -142,10 +146,11 @@ impl RunDir {
                 }
                 write_atomically(&path, bytes).with_context(what)
             }
-            Place::Store { store, prefix, runtime, .. } => runtime.block_on(async {
-                store.put(&Self::store_path(prefix, key), PutPayload::from(bytes.to_vec())).await.with_context(what)?;
+            Place::Store { store, prefix, runtime, .. } => {
+                let (path, payload) = (Self::store_path(prefix, key), PutPayload::from(bytes.to_vec()));
+                retrying(runtime, &what, || store.put(&path, payload.clone())).with_context(what)?;
                 Ok(())
-            }),
+            }
         }
     }
 
@@ -164,7 +169,8 @@ impl RunDir {
         let path = Self::store_path(prefix, LATEST);
         if seen.is_none() {
             // The first write of this process: from the version there now.
-            *seen = match runtime.block_on(store.head(&path)) {
+            let what = || format!("cannot read {LATEST} in {}", self.location);
+            *seen = match retrying(runtime, &what, || store.head(&path)) {
                 Ok(meta) => Some(UpdateVersion { e_tag: meta.e_tag, version: meta.version }),
                 Err(object_store::Error::NotFound { .. }) => None,
                 Err(e) => return Err(e).with_context(|| format!("cannot read {LATEST} in {}", self.location)),
@@ -175,18 +181,31 @@ impl RunDir {
             None => PutMode::Create,
         };
         let options = PutOptions { mode, ..PutOptions::default() };
-        let put = runtime.block_on(store.put_opts(&path, PutPayload::from(network.as_bytes().to_vec()), options));
+        let what = || format!("cannot write {LATEST} in {}", self.location);
+        let payload = PutPayload::from(network.as_bytes().to_vec());
+        let mut attempts = 0;
+        let put = retrying(runtime, &what, || {
+            attempts += 1;
+            store.put_opts(&path, payload.clone(), options.clone())
+        });
         match put {
             Ok(result) => {
                 *seen = Some(UpdateVersion { e_tag: result.e_tag, version: result.version });
                 Ok(())
             }
+            // A retried write whose first try landed (its answer lost) meets its own version.
+            Err(object_store::Error::Precondition { .. }) if attempts > 1 && self.holds_latest(network)? => Ok(()),
             Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => bail!(
                 "{LATEST} in {} was changed by another process: is a second trainer running on this run?",
                 self.location
             ),
             Err(e) => Err(e).with_context(|| format!("cannot write {LATEST} in {}", self.location)),
         }
+    }
+
+    /// Whether `LATEST` names `network` now.
+    fn holds_latest(&self, network: &str) -> Result<bool> {
+        Ok(self.read(LATEST)?.is_some_and(|bytes| String::from_utf8_lossy(&bytes).trim() == network))
     }
 
     /// Appends `line` to the file `key` (a store rewrites the whole file).
@@ -224,7 +243,8 @@ impl RunDir {
                 _ => Ok(()),
             },
             Place::Store { store, prefix, runtime, .. } => {
-                match runtime.block_on(store.delete(&Self::store_path(prefix, key))) {
+                let path = Self::store_path(prefix, key);
+                match retrying(runtime, &what, || store.delete(&path)) {
                     Err(e) if !matches!(e, object_store::Error::NotFound { .. }) => Err(e).with_context(what),
                     _ => Ok(()),
                 }
@@ -245,13 +265,13 @@ impl RunDir {
                 list_local(root, &Self::local(root, folder), &mut entries).with_context(what)?;
                 Ok(entries)
             }
-            Place::Store { store, prefix, runtime, .. } => runtime.block_on(async {
-                use futures::StreamExt;
+            Place::Store { store, prefix, runtime, .. } => {
+                use futures::TryStreamExt;
                 let under = Self::store_path(prefix, folder);
-                let mut stream = store.list(Some(&under));
+                let listed =
+                    retrying(runtime, &what, || store.list(Some(&under)).try_collect::<Vec<_>>()).with_context(what)?;
                 let mut entries = Vec::new();
-                while let Some(meta) = stream.next().await {
-                    let meta = meta.with_context(what)?;
+                for meta in listed {
                     let key = meta
                         .location
                         .prefix_match(prefix)
@@ -260,7 +280,7 @@ impl RunDir {
                     entries.push(Entry { key, modified: SystemTime::from(meta.last_modified) });
                 }
                 Ok(entries)
-            }),
+            }
         }
     }
 
@@ -401,6 +421,56 @@ impl Drop for RunDir {
             let _ = std::fs::remove_dir_all(staging);
         }
     }
+}
+
+/// How long a storage call is retried before its error is given up to the
+/// caller: an object store that fails or hangs for a while (a restart, a
+/// network partition) costs a wait, not a dead trainer or worker.
+const STORE_DEADLINE: Duration = Duration::from_secs(300);
+
+/// Runs the store call `call` until it succeeds, fails with an error a
+/// retry cannot change (not found, a failed condition, a refusal), or
+/// [`STORE_DEADLINE`] has passed, waiting 0.5 s, then twice as long after
+/// each failure, up to 10 s. `object_store` retries on its own first; this
+/// is the longer wait around it. The first retry is logged.
+fn retrying<T, F: Future<Output = object_store::Result<T>>>(
+    runtime: &tokio::runtime::Runtime,
+    what: &dyn Fn() -> String,
+    mut call: impl FnMut() -> F,
+) -> object_store::Result<T> {
+    let started = Instant::now();
+    let mut wait = Duration::from_millis(500);
+    loop {
+        match runtime.block_on(call()) {
+            Err(e) if transient(&e) && started.elapsed() + wait < STORE_DEADLINE => {
+                if wait == Duration::from_millis(500) {
+                    tracing::warn!("{}: {e}; retrying for up to {} s", what(), STORE_DEADLINE.as_secs());
+                }
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(10));
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Whether a store error may go away on its own (the store or the network
+/// failing), rather than being the answer.
+fn transient(error: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    !matches!(
+        error,
+        E::NotFound { .. }
+            | E::AlreadyExists { .. }
+            | E::Precondition { .. }
+            | E::NotModified { .. }
+            | E::NotSupported { .. }
+            | E::NotImplemented
+            | E::InvalidPath { .. }
+            | E::PermissionDenied { .. }
+            | E::Unauthenticated { .. }
+            | E::UnknownConfigurationKey { .. }
+    )
 }
 
 fn list_local(root: &Path, dir: &Path, out: &mut Vec<Entry>) -> std::io::Result<()> {

@@ -8,13 +8,15 @@
 //! overwrite each other's, and the numbers have no gap (`capa-train check`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_data::to_pgn;
 use capa_mcts::{CachedEvaluator, mix};
-use capa_net::{NetEvaluator, NetGame, for_game};
+use capa_net::{NetEvaluator, NetGame, for_game, read_net_config};
 
 use crate::Finish;
+use crate::commit::network_hash;
 use crate::config::RunConfig;
 use crate::games::{file_name, list_games};
 use crate::rundir::RunDir;
@@ -44,6 +46,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
     let mut written = 0u64;
     let worker_seed = config.run.seed ^ worker.bytes().fold(0u64, |h, b| h.rotate_left(8) ^ u64::from(b));
     let mut loaded: Option<(String, CachedEvaluator<NetEvaluator<G>>)> = None;
+    let mut refused: Option<(String, Instant)> = None;
     let mut waiting = false;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -61,16 +64,31 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             continue;
         };
         let latest = String::from_utf8_lossy(&latest).trim().to_string();
-        if loaded.as_ref().is_none_or(|(hash, _)| *hash != latest) {
-            let key = format!("nets/{latest}.safetensors");
-            let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
-            let network = NetEvaluator::<G>::from_file(&path, config.device())
-                .with_context(|| format!("cannot load {key} in {}", dir.location()))?;
-            let evaluator = CachedEvaluator::new(network, config.selfplay.cache);
-            tracing::info!("{worker}: playing with network {latest}");
-            loaded = Some((latest, evaluator));
+        let retry_due = refused
+            .as_ref()
+            .is_none_or(|(hash, at): &(String, Instant)| *hash != latest || at.elapsed() >= RELOAD_AFTER_REFUSAL);
+        if loaded.as_ref().is_none_or(|(hash, _)| *hash != latest) && retry_due {
+            match load_network::<G>(config, dir, &latest) {
+                Ok(network) => {
+                    tracing::info!("{worker}: playing with network {latest}");
+                    loaded = Some((latest, CachedEvaluator::new(network, config.selfplay.cache)));
+                    refused = None;
+                }
+                Err(e) => {
+                    // A network file half there or damaged: never played with.
+                    tracing::warn!(
+                        "{worker}: {e:#}; {} and trying again in {} s",
+                        if loaded.is_some() { "playing on with the previous network" } else { "waiting" },
+                        RELOAD_AFTER_REFUSAL.as_secs()
+                    );
+                    refused = Some((latest, Instant::now()));
+                }
+            }
         }
-        let (network, evaluator) = loaded.as_ref().expect("just loaded");
+        let Some((network, evaluator)) = loaded.as_ref() else {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            continue;
+        };
         let games = match max_games {
             Some(max) => u32::try_from(max - written).unwrap_or(u32::MAX).min(config.selfplay.games),
             None => config.selfplay.games,
@@ -99,6 +117,25 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             );
         }
     }
+}
+
+/// How long a worker waits before loading a refused network file again.
+const RELOAD_AFTER_REFUSAL: Duration = Duration::from_secs(10);
+
+/// The network `hash` of the run, checked: its file must be whole (its
+/// content hashes to its name) and load.
+fn load_network<G: NetGame>(config: &RunConfig, dir: &RunDir, hash: &str) -> Result<NetEvaluator<G>> {
+    let key = format!("nets/{hash}.safetensors");
+    let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let net_config =
+        read_net_config(&path).with_context(|| format!("{key} in {} is not a network file", dir.location()))?;
+    let actual = network_hash(&net_config, &bytes);
+    if actual != hash {
+        bail!("{key} in {} is damaged or half written (its content hashes to {actual})", dir.location());
+    }
+    NetEvaluator::<G>::from_file(&path, config.device())
+        .with_context(|| format!("cannot load {key} in {}", dir.location()))
 }
 
 /// One past the highest game number `worker` has written in `dir`.

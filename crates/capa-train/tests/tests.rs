@@ -542,6 +542,36 @@ fn workers_feed_a_trainer_through_the_run_directory() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A worker never plays with a network file that is half there: it says so,
+/// waits, and plays once `LATEST` names a whole one.
+#[test]
+fn a_worker_refuses_a_half_written_network_and_waits() {
+    let dir = scratch("half-net");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    train(&config, &run, &["run.iterations=1", "selfplay.games=2"]);
+    let good = std::fs::read_to_string(run.join("LATEST")).unwrap();
+    let bytes = std::fs::read(run.join(format!("nets/{}.safetensors", good.trim()))).unwrap();
+    std::fs::write(run.join("nets/0123456789abcdef.safetensors"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(run.join("LATEST"), "0123456789abcdef").unwrap();
+    let log = dir.join("worker.log");
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_capa-train"))
+        .args(["selfplay", "--worker", "w", "--games", "1", "--config"])
+        .arg(&config)
+        .arg("--set")
+        .arg(format!("run.dir={}", run.display()))
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let refused = "nets/0123456789abcdef.safetensors in";
+    wait_until(|| std::fs::read_to_string(&log).unwrap_or_default().contains(refused));
+    assert!(worker.try_wait().unwrap().is_none(), "the worker waits: {}", std::fs::read_to_string(&log).unwrap());
+    std::fs::write(run.join("LATEST"), &good).unwrap();
+    assert!(worker.wait().unwrap().success(), "{}", std::fs::read_to_string(&log).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("is not a network file") || text.contains("is damaged or half written"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// An S3-compatible server on loopback (moto's), killed on drop.
 struct S3Server {
     child: std::process::Child,
