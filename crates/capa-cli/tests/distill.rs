@@ -155,7 +155,7 @@ fn a_killed_generation_resumes_with_nothing_half_written() {
     assert!((1..40).contains(&written), "{written} games before the kill");
     check_games::<Chess>(&out, 4, 2);
     // A temporary file as a kill during a write leaves it.
-    std::fs::write(out.join(".000039.teacher.tmp-1-0"), b"half").unwrap();
+    std::fs::write(out.join(".000039.teacher.tmp-99999999-0"), b"half").unwrap();
     let resumed = capa(&[&args[..], &["--resume"]].concat());
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     assert!(stderr(&resumed).contains("removed 1 temporary"), "{}", stderr(&resumed));

@@ -157,10 +157,13 @@ fn files_round_trip_and_errors_name_the_file() {
     let err = GameRecord::<Chess>::read(&path).unwrap_err().to_string();
     assert!(err.contains("game.capa") && err.contains("checksum"), "{err}");
 
-    // A killed writer's temporary file is found and removed; records stay.
-    std::fs::write(dir.join(".other.capa.tmp-123-0"), b"half").unwrap();
+    // A killed writer's temporary file is found and removed; records and a
+    // live writer's temporary file (this process's) stay.
+    std::fs::write(dir.join(".other.capa.tmp-99999999-0"), b"half").unwrap();
+    let live = dir.join(format!(".live.capa.tmp-{}-0", std::process::id()));
+    std::fs::write(&live, b"being written").unwrap();
     assert_eq!(remove_stale_temporaries(&dir).unwrap(), 1);
-    assert!(path.exists());
+    assert!(path.exists() && live.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -201,7 +201,7 @@ fn a_kill_during_the_checkpoint_loses_only_that_iteration() {
     // Iteration 1's checkpoint was pruned; stand in iteration 2's for it.
     std::fs::copy(checkpoints.join("iter-000002.safetensors"), checkpoints.join("iter-000001.safetensors")).unwrap();
     std::fs::write(checkpoints.join("latest.json"), one.replace("NET", latest["network"].as_str().unwrap())).unwrap();
-    std::fs::write(checkpoints.join(".iter-000002.safetensors.tmp-999-0"), b"half a checkpoint").unwrap();
+    std::fs::write(checkpoints.join(".iter-000002.safetensors.tmp-99999999-0"), b"half a checkpoint").unwrap();
     let mut metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
     metrics.push_str("{\"iteration\": 3, \"gam");
     std::fs::write(run.join("metrics.jsonl"), metrics).unwrap();
