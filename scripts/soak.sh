@@ -109,9 +109,10 @@ soak_on() {
       AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1)
   else
     run=$dir/run
-    # Room for what the run writes (about 50 MB a minute here), so that the
-    # disk is full only while the injector fills it.
-    local size=$((64 + length))
+    # Room for what the run writes (up to about 120 MB a minute here: a
+    # network an iteration), so that the disk is full only while the
+    # injector fills it.
+    local size=$((64 + 2 * length))
     if [ "$(id -u)" = 0 ] && mkdir -p "$dir/disk" && mount -t tmpfs -o size=${size}m tmpfs "$dir/disk" 2>/dev/null; then
       disk=$dir/disk
       run=$disk/run
