@@ -262,7 +262,8 @@ impl RunDir {
         match &self.place {
             Place::Local(root) => {
                 let mut entries = Vec::new();
-                list_local(root, &Self::local(root, folder), &mut entries).with_context(what)?;
+                let visible = |name: &str| !name.starts_with('.');
+                list_local(root, &Self::local(root, folder), &visible, &mut entries).with_context(what)?;
                 Ok(entries)
             }
             Place::Store { store, prefix, runtime, .. } => {
@@ -376,28 +377,12 @@ impl RunDir {
     /// # Errors
     /// The failure to list.
     pub fn temporaries(&self) -> Result<Vec<String>> {
-        fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
-            let entries = match std::fs::read_dir(dir) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(e),
-            };
-            for entry in entries {
-                let entry = entry?;
-                let path = entry.path();
-                if entry.file_type()?.is_dir() {
-                    walk(root, &path, out)?;
-                } else if entry.file_name().to_string_lossy().contains(capa_data::TEMPORARY_MARK) {
-                    out.push(path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/"));
-                }
-            }
-            Ok(())
-        }
         let mut out = Vec::new();
         if let Place::Local(root) = &self.place {
-            walk(root, root, &mut out).with_context(|| format!("cannot list {}", root.display()))?;
+            let temporary = |name: &str| name.contains(capa_data::TEMPORARY_MARK);
+            list_local(root, root, &temporary, &mut out).with_context(|| format!("cannot list {}", root.display()))?;
         }
-        Ok(out)
+        Ok(out.into_iter().map(|entry| entry.key).collect())
     }
 
     /// Removes what writers killed midway left (local runs; a store has no
@@ -473,7 +458,8 @@ fn transient(error: &object_store::Error) -> bool {
     )
 }
 
-fn list_local(root: &Path, dir: &Path, out: &mut Vec<Entry>) -> std::io::Result<()> {
+/// The files below `dir` whose names `keep` accepts, as keys relative to `root`.
+fn list_local(root: &Path, dir: &Path, keep: &dyn Fn(&str) -> bool, out: &mut Vec<Entry>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -484,8 +470,8 @@ fn list_local(root: &Path, dir: &Path, out: &mut Vec<Entry>) -> std::io::Result<
         let path = entry.path();
         let file_type = entry.file_type()?;
         if file_type.is_dir() {
-            list_local(root, &path, out)?;
-        } else if !entry.file_name().to_string_lossy().starts_with('.') {
+            list_local(root, &path, keep, out)?;
+        } else if keep(&entry.file_name().to_string_lossy()) {
             let key = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
             // A file renamed or removed since the listing is simply not there.
             if let Ok(meta) = entry.metadata() {
