@@ -48,6 +48,13 @@ pub enum Command {
     /// twice, no gap in a worker's game numbers, no temporary file left.
     /// Prints each problem and a summary; exits 1 when there is one.
     Check(RunArgs),
+    /// Break the run lock of a trainer that is gone. On an object store,
+    /// removes the trainer's lease (`LOCK`), unless its holder is a
+    /// process still running on this machine; a trainer that still runs
+    /// elsewhere stops at its next renewal. Needed only when a trainer's
+    /// machine died: a lease goes stale by itself 90 s after its last
+    /// renewal, and a local run's lock ends with its process.
+    Unlock(RunArgs),
 }
 
 /// A self-play worker's arguments.
@@ -94,6 +101,14 @@ pub fn exit_code(error: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     eprintln!("error: {error:#}");
+    let disk_full =
+        error.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::StorageFull));
+    if disk_full {
+        eprintln!(
+            "the disk is full: free some space and run the same command again (files are written whole or not at \
+             all, so nothing was left half-written)"
+        );
+    }
     ExitCode::from(2)
 }
 

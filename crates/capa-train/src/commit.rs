@@ -93,8 +93,9 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
 }
 
 /// Saves the iteration's checkpoint, runs `record` (which writes what the
-/// iteration leaves besides: its metrics line), commits the iteration
-/// (`latest.json`), then prunes old checkpoints. A run killed before the
+/// iteration leaves besides: its metrics line), makes sure the run's lock
+/// is still this process's, commits the iteration (`latest.json`), then
+/// prunes old checkpoints. A run killed before the
 /// commit redoes the iteration, and the resume drops what `record` wrote
 /// for it; one killed after has it all.
 pub(crate) fn commit<B: CapaAutodiffBackend>(
@@ -109,6 +110,8 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
     let checkpoint = format!("iter-{iteration:06}.safetensors");
     dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(trainer, path)?))?;
     record()?;
+    // Committed only under a lock that is still this trainer's.
+    dir.confirm_lock()?;
     let latest = Latest { iteration, checkpoint, network: network.to_string(), carried };
     dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
     prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)

@@ -45,7 +45,7 @@ pub use config::{
 pub use curriculum::{Curriculum, CurriculumReport};
 pub use diagnostics::{BufferStats, HeldOutReport, OverfitReport, buffer_stats, overfit_check};
 pub use run::run;
-pub use rundir::{Entry, RunDir};
+pub use rundir::{Entry, RunDir, RunLock};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};
 pub use worker::work;
 

@@ -1,6 +1,7 @@
 //! `capa-train --config run.toml`: self-play, replay buffer and training in
 //! one loop, resumable; `capa-train selfplay`: a self-play worker;
-//! `capa-train check`: the run checked.
+//! `capa-train check`: the run checked; `capa-train unlock`: a gone
+//! trainer's lock broken.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,6 +27,15 @@ fn main() -> ExitCode {
                     }
                     println!("{}", report.summary());
                     if report.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+                }
+                Err(e) => capa_train::cli::exit_code(&e),
+            };
+        }
+        Some(Command::Unlock(args)) => {
+            return match load(args).and_then(|(config, _)| capa_train::RunDir::open(&config.run.dir)?.break_lock()) {
+                Ok(done) => {
+                    println!("{done}");
+                    ExitCode::SUCCESS
                 }
                 Err(e) => capa_train::cli::exit_code(&e),
             };

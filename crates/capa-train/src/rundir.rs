@@ -17,6 +17,9 @@ use capa_data::{remove_stale_temporaries, write_atomically};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 
+mod lock;
+pub use lock::RunLock;
+
 /// A file of the run.
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -30,6 +33,10 @@ pub struct Entry {
 pub struct RunDir {
     location: String,
     place: Place,
+    /// The store's options as opened, for the run lock's own client (empty locally).
+    store_options: Vec<(String, String)>,
+    /// The run's lock on a store, while this process holds it.
+    lease: Mutex<Option<std::sync::Arc<lock::Lease>>>,
 }
 
 enum Place {
@@ -69,11 +76,12 @@ impl RunDir {
     /// As [`RunDir::open`].
     pub fn open_with(location: &Path, options: impl IntoIterator<Item = (String, String)>) -> Result<RunDir> {
         let text = location.to_string_lossy().into_owned();
+        let options: Vec<(String, String)> = options.into_iter().collect();
         let place = match text.split_once("://") {
             Some(("file", path)) => Place::Local(PathBuf::from(path)),
             Some(_) => {
                 let url = url::Url::parse(&text).with_context(|| format!("run.dir {text}: not a URL"))?;
-                let (store, prefix) = object_store::parse_url_opts(&url, options)
+                let (store, prefix) = object_store::parse_url_opts(&url, options.iter().cloned())
                     .with_context(|| format!("run.dir {text}: cannot open the object store"))?;
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
@@ -84,7 +92,7 @@ impl RunDir {
             }
             None => Place::Local(location.to_path_buf()),
         };
-        Ok(RunDir { location: text, place })
+        Ok(RunDir { location: text, place, store_options: options, lease: Mutex::new(None) })
     }
 
     /// The location as the user gave it.
@@ -332,43 +340,6 @@ impl RunDir {
     fn staged(&self, staging: &Path, key: &str) -> Result<PathBuf> {
         std::fs::create_dir_all(staging).with_context(|| format!("cannot create {}", staging.display()))?;
         Ok(staging.join(key.replace('/', "__")))
-    }
-
-    /// Makes this process the run's only trainer until the returned guard
-    /// is dropped (or the process ends, however it ends). Locally an
-    /// advisory lock on `LOCK`; a store relies on `LATEST`'s conditional
-    /// write instead (`None`).
-    ///
-    /// # Errors
-    /// Another process holds the run, or the lock file cannot be made.
-    pub fn lock(&self) -> Result<Option<std::fs::File>> {
-        let Place::Local(root) = &self.place else { return Ok(None) };
-        use std::io::{Read, Seek, Write};
-        use std::os::fd::AsRawFd;
-        std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
-        let path = root.join("LOCK");
-        let what = || format!("cannot lock {}", path.display());
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .with_context(what)?;
-        // SAFETY: flock on a descriptor this function owns; no memory is involved.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            bail!(
-                "another trainer (pid {}) is running on {}: stop it first, or use another run.dir",
-                holder.trim(),
-                self.location
-            );
-        }
-        file.set_len(0).with_context(what)?;
-        file.rewind().with_context(what)?;
-        write!(file, "{}", std::process::id()).with_context(what)?;
-        Ok(Some(file))
     }
 
     /// The temporary files of local writers (keys), which a killed writer

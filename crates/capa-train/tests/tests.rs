@@ -453,7 +453,8 @@ fn sigterm_stops_cleanly_and_the_run_continues() {
     // A second trainer on the same run is refused, and touches nothing.
     let second = command(&config, &run, &[]).output().unwrap();
     let stderr = String::from_utf8_lossy(&second.stderr);
-    assert!(!second.status.success() && stderr.contains("another trainer (pid"), "{stderr}");
+    let holder = format!("is held by another trainer: pid {} on ", child.id());
+    assert!(!second.status.success() && stderr.contains(&holder), "{stderr}");
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
@@ -690,6 +691,59 @@ fn a_trainer_and_a_worker_share_an_s3_bucket() {
     let error = other.publish_latest(&current).unwrap_err().to_string();
     assert!(error.contains("changed by another process"), "{error}");
     run.publish_latest(&current).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// One trainer per bucket: a second is refused and named the holder; the
+/// lock of a killed trainer of this machine is taken over at once, a stale
+/// one of another machine too, a live one of another machine only through
+/// `capa-train unlock`; a trainer whose lease was taken commits nothing more.
+#[test]
+fn a_bucket_has_one_trainer_and_a_dead_ones_lock_is_taken_over() {
+    let Some(server) = S3Server::start() else { return };
+    let dir = scratch("s3-lock");
+    let config = tiny(&dir);
+    let run = capa_train::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
+    let mut first =
+        server.command(&[], &config, &["run.iterations=100"]).stderr(std::process::Stdio::null()).spawn().unwrap();
+    wait_until(|| run.read("LOCK").unwrap().is_some());
+    let second = server.command(&[], &config, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    let holder = format!("is held by another trainer: pid {} on ", first.id());
+    assert!(!second.status.success() && stderr.contains(&holder) && stderr.contains("capa-train unlock"), "{stderr}");
+    let unlock = server.command(&["unlock"], &config, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&unlock.stderr);
+    assert!(!unlock.status.success() && stderr.contains("running on this machine"), "{stderr}");
+
+    // Killed: the next trainer here takes the lock over at once, and releases it at its end.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let resumed = server.command(&[], &config, &["run.iterations=1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success() && stderr.contains("its process has ended"), "{stderr}");
+    assert!(run.read("LOCK").unwrap().is_none(), "a finished trainer leaves its lock");
+
+    // Another machine's lease: refused while fresh, taken over once stale.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let foreign = |renewed: u64| {
+        format!(r#"{{"host":"elsewhere","boot":"b","pid":1,"started":{renewed},"renewed":{renewed},"token":"t"}}"#)
+    };
+    run.write("LOCK", foreign(now).as_bytes()).unwrap();
+    let error = run.lock().err().expect("a fresh lease of another machine is refused").to_string();
+    assert!(error.contains("pid 1 on elsewhere") && error.contains("stale in"), "{error}");
+    run.write("LOCK", foreign(now - 1000).as_bytes()).unwrap();
+    let lock = run.lock().unwrap();
+    run.confirm_lock().unwrap();
+    // Taken from under this process: the commit check says so.
+    run.write("LOCK", foreign(now).as_bytes()).unwrap();
+    let error = run.confirm_lock().unwrap_err().to_string();
+    assert!(error.contains("was taken by another trainer (pid 1 on elsewhere"), "{error}");
+    drop(lock);
+    assert!(run.read("LOCK").unwrap().is_some(), "another's lease is not released");
+    let unlock = server.command(&["unlock"], &config, &[]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&unlock.stdout);
+    assert!(unlock.status.success() && stdout.contains("removed the lock of pid 1 on elsewhere"), "{stdout}");
+    assert!(run.read("LOCK").unwrap().is_none());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

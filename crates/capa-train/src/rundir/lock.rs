@@ -1,0 +1,510 @@
+//! The run lock: one trainer per run, on a local disk and in a bucket.
+//!
+//! Locally an advisory lock (`flock`) on `LOCK`, which the kernel releases
+//! when its process ends however it ends, so it is never stale. A store has
+//! no such thing, so there `LOCK` is a lease: an object naming its holder,
+//! created only if absent and renewed every [`RENEW_EVERY`] by a conditional
+//! write on the version its holder last wrote. A trainer that finds the
+//! lease taken is refused, unless the holder is gone: a process of this
+//! machine that no longer runs, or a lease not renewed for [`STALE_AFTER`]
+//! (machines' clocks are assumed to agree within a minute, as NTP keeps
+//! them). A holder that finds its lease taken or removed stops at once;
+//! before each commit point it renews the lease itself, so an iteration is
+//! committed only under a lease that is still its own.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, bail};
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
+use serde::{Deserialize, Serialize};
+
+use super::{Place, RunDir, retrying};
+
+/// The lock's key in the run.
+const LOCK: &str = "LOCK";
+
+/// How often the holder of a store's lease renews it.
+const RENEW_EVERY: Duration = Duration::from_secs(15);
+
+/// How long a lease may go unrenewed before another trainer may take it.
+const STALE_AFTER: Duration = Duration::from_secs(90);
+
+/// Holds the run for this process until dropped (or until the process
+/// ends). See [`RunDir::lock`].
+pub struct RunLock<'a> {
+    dir: &'a RunDir,
+    held: Held,
+}
+
+enum Held {
+    /// The open `LOCK` file: its `flock` lasts as long as it is open.
+    Local { _file: File },
+    /// The lease and its renewing thread's stop flag.
+    Store { lease: Arc<Lease>, stop: Arc<AtomicBool> },
+}
+
+/// Who holds a run: what `LOCK` holds, as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Holder {
+    /// The holder's host name.
+    host: String,
+    /// Its machine's boot id (Linux), which tells two machines of one name apart.
+    boot: String,
+    /// Its process id.
+    pid: u32,
+    /// When it took the lock (Unix seconds).
+    started: u64,
+    /// When it last renewed the lock (Unix seconds).
+    renewed: u64,
+    /// Unique to this taking of the lock: tells a retried write that had landed from another holder's.
+    token: String,
+}
+
+impl Holder {
+    fn this_process() -> Holder {
+        let now = unix_now();
+        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+        Holder {
+            host: host_name(),
+            boot: boot_id(),
+            pid: std::process::id(),
+            started: now,
+            renewed: now,
+            token: format!("{:x}-{now:x}-{nanos:x}", std::process::id()),
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a holder serialises")
+    }
+
+    /// Whether the holder is a process of this machine that has ended.
+    fn is_gone(&self) -> bool {
+        self.is_here() && !process_runs(self.pid)
+    }
+
+    /// Whether the holder is a process of this machine (same name, same boot).
+    fn is_here(&self) -> bool {
+        !self.boot.is_empty() && self.host == host_name() && self.boot == boot_id()
+    }
+
+    fn unrenewed_for(&self) -> Duration {
+        Duration::from_secs(unix_now().saturating_sub(self.renewed))
+    }
+
+    /// "pid 123 on host-a, started 5 min ago"
+    fn describe(&self) -> String {
+        let started = Duration::from_secs(unix_now().saturating_sub(self.started));
+        format!("pid {} on {}, started {} ago", self.pid, self.host, span(started))
+    }
+}
+
+/// What a `LOCK` file names, for a message: its holder, or its text as it is
+/// (a lock written by an older capa held only the pid).
+fn describe_lock(bytes: &[u8]) -> String {
+    match serde_json::from_slice::<Holder>(bytes) {
+        Ok(holder) => holder.describe(),
+        Err(_) => format!("pid {}", String::from_utf8_lossy(bytes).trim()),
+    }
+}
+
+/// A store's lease as its holder keeps it: its own client and runtime, so
+/// that renewing never waits on the trainer's storage calls.
+pub(super) struct Lease {
+    location: String,
+    state: Mutex<LeaseState>,
+}
+
+struct LeaseState {
+    store: Box<dyn ObjectStore>,
+    runtime: tokio::runtime::Runtime,
+    path: StorePath,
+    holder: Holder,
+    version: UpdateVersion,
+}
+
+/// The lease is someone else's now (or gone): the holder must stop.
+#[derive(Debug)]
+struct Lost(String);
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Lost {}
+
+impl Lease {
+    /// Takes the lease of the run at `location`, or says who holds it.
+    fn acquire(location: &str, options: &[(String, String)]) -> Result<Lease> {
+        let url = url::Url::parse(location).with_context(|| format!("run.dir {location}: not a URL"))?;
+        let (store, prefix) = object_store::parse_url_opts(&url, options.iter().cloned())
+            .with_context(|| format!("run.dir {location}: cannot open the object store"))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the run lock's I/O runtime")?;
+        let path = RunDir::store_path(&prefix, LOCK);
+        let holder = Holder::this_process();
+        let payload = PutPayload::from(holder.to_bytes());
+        let what = || format!("cannot take the run's lock ({LOCK}) in {location}");
+        let put = |mode: PutMode| {
+            let options = PutOptions { mode, ..PutOptions::default() };
+            retrying(&runtime, &what, || store.put_opts(&path, payload.clone(), options.clone()))
+        };
+        // A few rounds: each is lost only to another trainer's change in between.
+        let version = 'taken: {
+            for _ in 0..5 {
+                match put(PutMode::Create) {
+                    Ok(result) => break 'taken version_of(result),
+                    Err(object_store::Error::AlreadyExists { .. }) => {}
+                    Err(object_store::Error::NotImplemented) => bail!(
+                        "{location}: the store does not offer conditional writes, which the run's lock needs \
+                     (for S3-compatible stores: AWS_CONDITIONAL_PUT=etag, on a store that honours If-Match)"
+                    ),
+                    Err(e) => return Err(e).with_context(what),
+                }
+                let found = retrying(&runtime, &what, || async {
+                    let got = store.get(&path).await?;
+                    let version = UpdateVersion { e_tag: got.meta.e_tag.clone(), version: got.meta.version.clone() };
+                    Ok((version, got.bytes().await?))
+                });
+                let (version, bytes) = match found {
+                    Ok(found) => found,
+                    Err(object_store::Error::NotFound { .. }) => continue,
+                    Err(e) => return Err(e).with_context(what),
+                };
+                let Ok(theirs) = serde_json::from_slice::<Holder>(&bytes) else {
+                    bail!(
+                        "{LOCK} in {location} is not a lock capa wrote ({} bytes): if no trainer runs on this run, \
+                     remove it with `capa-train unlock --config FILE`",
+                        bytes.len()
+                    );
+                };
+                if theirs.token == holder.token {
+                    // Our own create, retried after its answer was lost.
+                    break 'taken version;
+                }
+                let reason = if theirs.is_gone() {
+                    "its process has ended".to_string()
+                } else if theirs.unrenewed_for() > STALE_AFTER {
+                    format!("not renewed for {}", span(theirs.unrenewed_for()))
+                } else {
+                    let left = STALE_AFTER.saturating_sub(theirs.unrenewed_for());
+                    bail!(
+                        "{location} is held by another trainer: {}, its lock renewed {} ago. Stop that trainer \
+                     first, or use another run.dir. If it is gone with its machine, its lock is stale in {}, \
+                     or `capa-train unlock --config FILE` breaks it now",
+                        theirs.describe(),
+                        span(theirs.unrenewed_for()),
+                        span(left)
+                    );
+                };
+                match put(PutMode::Update(version)) {
+                    Ok(result) => {
+                        tracing::warn!("took over the run's lock in {location} from {} ({reason})", theirs.describe());
+                        break 'taken version_of(result);
+                    }
+                    Err(object_store::Error::Precondition { .. }) => continue,
+                    Err(e) => return Err(e).with_context(what),
+                }
+            }
+            bail!("cannot take the run's lock in {location}: it keeps changing hands (several trainers starting?)")
+        };
+        let state = LeaseState { store, runtime, path, holder, version };
+        Ok(Lease { location: location.to_string(), state: Mutex::new(state) })
+    }
+
+    /// Renews the lease; a [`Lost`] error when it is no longer this process's.
+    fn renew(&self) -> Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let LeaseState { store, runtime, path, holder, version } = &mut *state;
+        holder.renewed = unix_now();
+        let payload = PutPayload::from(holder.to_bytes());
+        let options = PutOptions { mode: PutMode::Update(version.clone()), ..PutOptions::default() };
+        let what = || format!("cannot renew the run's lock ({LOCK}) in {}", self.location);
+        let mut attempts = 0;
+        let put = retrying(runtime, &what, || {
+            attempts += 1;
+            store.put_opts(path, payload.clone(), options.clone())
+        });
+        match put {
+            Ok(result) => {
+                *version = version_of(result);
+                return Ok(());
+            }
+            Err(object_store::Error::Precondition { .. }) => {}
+            Err(e) => return Err(e).with_context(what),
+        }
+        let found = retrying(runtime, &what, || async {
+            let got = store.get(path).await?;
+            let found = UpdateVersion { e_tag: got.meta.e_tag.clone(), version: got.meta.version.clone() };
+            Ok((found, got.bytes().await?))
+        });
+        match found {
+            // A retried renewal whose first try landed.
+            Ok((found, bytes))
+                if attempts > 1 && serde_json::from_slice::<Holder>(&bytes).ok().as_ref() == Some(holder) =>
+            {
+                *version = found;
+                Ok(())
+            }
+            Ok((_, bytes)) => Err(Lost(format!(
+                "the run's lock in {} was taken by another trainer ({}): this one stops",
+                self.location,
+                describe_lock(&bytes)
+            ))
+            .into()),
+            Err(object_store::Error::NotFound { .. }) => Err(Lost(format!(
+                "the run's lock in {} was removed (by `capa-train unlock`?): this trainer stops; start it again \
+                 to continue the run",
+                self.location
+            ))
+            .into()),
+            Err(e) => Err(e).with_context(what),
+        }
+    }
+
+    /// Removes the lease if it is still this process's: the next trainer
+    /// starts at once, on any machine. One quick try; a lease left behind
+    /// goes stale.
+    fn release(&self) {
+        let Ok(state) = self.state.try_lock() else { return };
+        let LeaseState { store, runtime, path, holder, .. } = &*state;
+        let remove_if_ours = async {
+            let bytes = store.get(path).await?.bytes().await?;
+            if serde_json::from_slice::<Holder>(&bytes).is_ok_and(|found| found.token == holder.token) {
+                store.delete(path).await?;
+            }
+            Ok::<(), object_store::Error>(())
+        };
+        // The timer is made inside the runtime, which it needs.
+        let _ = runtime.block_on(async { tokio::time::timeout(Duration::from_secs(5), remove_if_ours).await });
+    }
+}
+
+impl RunDir {
+    /// Makes this process the run's only trainer until the returned guard
+    /// is dropped, on a local disk (`flock` on `LOCK`) and in a store (a
+    /// lease in `LOCK`, renewed in the background; a process that loses it
+    /// prints why and exits with status 2). The error names the holder and,
+    /// for a store, when its lease goes stale and how to break it.
+    ///
+    /// # Errors
+    /// Another trainer holds the run, or the lock cannot be written.
+    pub fn lock(&self) -> Result<RunLock<'_>> {
+        let held = match &self.place {
+            Place::Local(root) => Held::Local { _file: self.lock_local(root)? },
+            Place::Store { .. } => {
+                let lease = Arc::new(Lease::acquire(&self.location, &self.store_options)?);
+                let stop = Arc::new(AtomicBool::new(false));
+                let (renewing, stopped) = (Arc::clone(&lease), Arc::clone(&stop));
+                std::thread::Builder::new()
+                    .name("run-lock".into())
+                    .spawn(move || keep_renewing(&renewing, &stopped))
+                    .context("cannot start the run lock's thread")?;
+                *self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&lease));
+                Held::Store { lease, stop }
+            }
+        };
+        Ok(RunLock { dir: self, held })
+    }
+
+    fn lock_local(&self, root: &std::path::Path) -> Result<File> {
+        use std::io::{Read, Seek, Write};
+        use std::os::fd::AsRawFd;
+        std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+        let path = root.join(LOCK);
+        let what = || format!("cannot lock {}", path.display());
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(what)?;
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let mut holder = Vec::new();
+            let _ = file.read_to_end(&mut holder);
+            bail!(
+                "{} is held by another trainer: {}. Stop that trainer first, or use another run.dir",
+                self.location,
+                describe_lock(&holder)
+            );
+        }
+        file.set_len(0).with_context(what)?;
+        file.rewind().with_context(what)?;
+        file.write_all(&Holder::this_process().to_bytes()).with_context(what)?;
+        Ok(file)
+    }
+
+    /// Makes sure this process still holds the run (in a store: renews its
+    /// lease now), so that what it commits next is committed under its lock.
+    /// Without a lock, or on a local disk, there is nothing to check.
+    ///
+    /// # Errors
+    /// The lease was taken or removed, or cannot be renewed.
+    pub fn confirm_lock(&self) -> Result<()> {
+        let lease = self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        lease.map_or(Ok(()), |lease| lease.renew())
+    }
+
+    /// Breaks the lock of a trainer that is gone (`capa-train unlock`):
+    /// in a store, removes the lease unless its holder is a running process
+    /// of this machine. A local lock ends with its process, so there it
+    /// only says who holds it. Returns what it did, for the user.
+    ///
+    /// # Errors
+    /// The holder runs here, or the store fails.
+    pub fn break_lock(&self) -> Result<String> {
+        match &self.place {
+            Place::Local(root) => {
+                let path = root.join(LOCK);
+                if !path.exists() {
+                    return Ok(format!("no trainer holds {}", self.location));
+                }
+                let file = self.lock_local(root)?;
+                drop(file);
+                Ok(format!("no trainer holds {}: a local run's lock ends with its trainer's process", self.location))
+            }
+            Place::Store { .. } => {
+                let Some(bytes) = self.read(LOCK)? else {
+                    return Ok(format!("no trainer holds {}", self.location));
+                };
+                let holder = serde_json::from_slice::<Holder>(&bytes).ok();
+                if let Some(holder) = holder.as_ref().filter(|h| h.is_here() && process_runs(h.pid)) {
+                    bail!(
+                        "{} is held by {}, which is running on this machine: stop it (kill {}) instead",
+                        self.location,
+                        holder.describe(),
+                        holder.pid
+                    );
+                }
+                self.remove(LOCK)?;
+                Ok(match holder {
+                    Some(holder) if holder.unrenewed_for() < STALE_AFTER => format!(
+                        "removed the lock of {} (renewed {} ago): if that trainer still runs, it stops at its \
+                         next renewal",
+                        holder.describe(),
+                        span(holder.unrenewed_for())
+                    ),
+                    Some(holder) => format!(
+                        "removed the lock of {} (not renewed for {})",
+                        holder.describe(),
+                        span(holder.unrenewed_for())
+                    ),
+                    None => format!("removed {LOCK} ({} bytes, not a lock capa wrote)", bytes.len()),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for RunLock<'_> {
+    fn drop(&mut self) {
+        if let Held::Store { lease, stop } = &self.held {
+            stop.store(true, Ordering::Relaxed);
+            *self.dir.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            lease.release();
+        }
+    }
+}
+
+/// The renewing thread: renews every [`RENEW_EVERY`] until `stop`; a lost
+/// lease ends the process (what a kill would do, which the run survives),
+/// a store that fails is tried again at the next turn.
+fn keep_renewing(lease: &Lease, stop: &AtomicBool) {
+    let tick = Duration::from_millis(100);
+    loop {
+        let mut waited = Duration::ZERO;
+        while waited < RENEW_EVERY {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(tick);
+            waited += tick;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match lease.renew() {
+            Ok(()) => {}
+            Err(e) if e.downcast_ref::<Lost>().is_some() => {
+                eprintln!("error: {e:#}");
+                std::process::exit(2);
+            }
+            Err(e) => tracing::warn!("{e:#}"),
+        }
+    }
+}
+
+fn version_of(result: object_store::PutResult) -> UpdateVersion {
+    UpdateVersion { e_tag: result.e_tag, version: result.version }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs()
+}
+
+/// A duration for people: "42 s", "5 min", "3 h".
+fn span(duration: Duration) -> String {
+    match duration.as_secs() {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s => format!("{} h", s / 3600),
+    }
+}
+
+fn host_name() -> String {
+    let mut buffer = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length, which is passed.
+    let status = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    if status != 0 {
+        return String::new();
+    }
+    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).into_owned()
+}
+
+/// This boot's id (Linux; empty elsewhere, where no holder counts as "of this machine").
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|id| id.trim().to_string()).unwrap_or_default()
+}
+
+/// Whether process `pid` runs on this machine (one we may not signal runs too).
+fn process_runs(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holder_of_this_machine_is_gone_once_its_process_ends() {
+        let mut holder = Holder::this_process();
+        assert!(holder.is_here() && !holder.is_gone(), "{holder:?}");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        holder.pid = child.id();
+        child.wait().unwrap();
+        assert!(holder.is_gone());
+        holder.host.push_str("-elsewhere");
+        assert!(!holder.is_gone(), "a process of another machine cannot be seen ending");
+    }
+
+    #[test]
+    fn old_and_damaged_locks_are_described() {
+        assert_eq!(describe_lock(b"1234\n"), "pid 1234");
+        let holder = Holder { started: unix_now() - 300, ..Holder::this_process() };
+        assert!(describe_lock(&holder.to_bytes()).ends_with("started 5 min ago"));
+        assert_eq!(span(Duration::from_secs(7300)), "2 h");
+    }
+}
