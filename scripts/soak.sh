@@ -166,7 +166,7 @@ soak_on() {
   while [ $SECONDS -lt $end ]; do
     sleep $((2 + RANDOM % 6))
     tend
-    local kinds=(kill-worker kill-trainer)
+    local kinds=(kill-worker kill-trainer second-trainer)
     if [ "$store" = s3 ]; then
       kinds+=(kill-worker-uploading store-errors store-hangs store-down)
     else
@@ -188,6 +188,21 @@ soak_on() {
         echo "hang 3" >"$dir/proxy.mode"; sleep 1.5
         kill -9 "${pids[$worker]}" 2>/dev/null
         sleep 2; echo pass >"$dir/proxy.mode" ;;
+      second-trainer)
+        # Started by mistake on the same run: it must be refused, naming the
+        # holder, while the first one runs (after a restart, the first may
+        # not hold the lock yet: then the second runs and the first is refused).
+        fault "$kind"
+        env "${env[@]}" RUST_LOG=warn timeout 30 "$train" --config "$work/run.toml" "${sets[@]}" \
+          >"$dir/second-trainer.log" 2>&1
+        local status=$?
+        if grep -q "is held by another trainer" "$dir/second-trainer.log"; then
+          count[second-trainer-refused]=$(( ${count[second-trainer-refused]:-0} + 1 ))
+        elif kill -0 "${pids[trainer]}" 2>/dev/null; then
+          problem "$store: a second trainer ran beside the first (status $status): $(tail -n 1 "$dir/second-trainer.log")"
+        else
+          say "the first trainer had ended: the second one ran (status $status)"
+        fi ;;
       kill-trainer-committing)
         # The checkpoint's temporary file exists only while it is written.
         if kill_when trainer "$run/checkpoints/.iter-*.tmp-*"; then fault "$kind"; fi ;;
@@ -240,6 +255,7 @@ soak_on() {
     problem "$store: capa-train check after the resume failed: $(tail -n 3 "$dir/check-final.log" | tr '\n' ' ')"
   fi
   cat "$dir/check-final.log" >&2
+  finals+="$store: $(tail -n 1 "$dir/check-final.log"); "
 
   [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null
   [ -n "$moto_pid" ] && kill "$moto_pid" 2>/dev/null
@@ -247,6 +263,7 @@ soak_on() {
   wait 2>/dev/null
 }
 
+finals=""
 store_count=$(wc -w <<<"$stores")
 for store in $stores; do
   soak_on "$store" $((seconds / store_count))
@@ -254,5 +271,6 @@ done
 summary=""
 for kind in "${!count[@]}"; do summary+="$kind ${count[$kind]}, "; done
 say "faults and restarts: ${summary%, }"
+say "the runs at the end: ${finals%; }"
 echo "soak: seed $seed, ${seconds}s, stores $stores: problems $problems"
 [ "$problems" = 0 ]

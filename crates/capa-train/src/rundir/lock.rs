@@ -228,11 +228,7 @@ impl Lease {
         let payload = PutPayload::from(holder.to_bytes());
         let options = PutOptions { mode: PutMode::Update(version.clone()), ..PutOptions::default() };
         let what = || format!("cannot renew the run's lock ({LOCK}) in {}", self.location);
-        let mut attempts = 0;
-        let put = retrying(runtime, &what, || {
-            attempts += 1;
-            store.put_opts(path, payload.clone(), options.clone())
-        });
+        let put = retrying(runtime, &what, || store.put_opts(path, payload.clone(), options.clone()));
         match put {
             Ok(result) => {
                 *version = version_of(result);
@@ -247,10 +243,9 @@ impl Lease {
             Ok((found, got.bytes().await?))
         });
         match found {
-            // A retried renewal whose first try landed.
-            Ok((found, bytes))
-                if attempts > 1 && serde_json::from_slice::<Holder>(&bytes).ok().as_ref() == Some(holder) =>
-            {
+            // Only this process writes its token: a renewal that had landed
+            // before its answer was lost (and was retried), or one whose version we missed.
+            Ok((found, bytes)) if serde_json::from_slice::<Holder>(&bytes).is_ok_and(|h| h.token == holder.token) => {
                 *version = found;
                 Ok(())
             }
