@@ -109,10 +109,11 @@ soak_on() {
       AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1)
   else
     run=$dir/run
-    # Room for what the run writes (up to about 120 MB a minute here: a
-    # network an iteration), so that the disk is full only while the
-    # injector fills it.
-    local size=$((64 + 2 * length))
+    # Room for what the run writes (a network an iteration and every game,
+    # at least a 4 KB page each: a 15-minute local soak filled 1.9 GB), so
+    # that the disk is full only while the injector fills it. A tmpfs uses
+    # only what is written.
+    local size=$((64 + 6 * length))
     if [ "$(id -u)" = 0 ] && mkdir -p "$dir/disk" && mount -t tmpfs -o size=${size}m tmpfs "$dir/disk" 2>/dev/null; then
       disk=$dir/disk
       run=$disk/run
