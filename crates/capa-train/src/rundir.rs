@@ -80,13 +80,7 @@ impl RunDir {
         let place = match text.split_once("://") {
             Some(("file", path)) => Place::Local(PathBuf::from(path)),
             Some(_) => {
-                let url = url::Url::parse(&text).with_context(|| format!("run.dir {text}: not a URL"))?;
-                let (store, prefix) = object_store::parse_url_opts(&url, options.iter().cloned())
-                    .with_context(|| format!("run.dir {text}: cannot open the object store"))?;
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .context("cannot start the object store's I/O runtime")?;
+                let (store, prefix, runtime) = open_store(&text, &options)?;
                 let staging = std::env::temp_dir().join(format!("capa-run-{}", std::process::id()));
                 Place::Store { store, prefix, runtime, staging, latest: Mutex::new(None) }
             }
@@ -377,6 +371,23 @@ impl Drop for RunDir {
             let _ = std::fs::remove_dir_all(staging);
         }
     }
+}
+
+/// A client of the store at URL `location`, the run's prefix in it, and
+/// the runtime its calls run on (its own: a client's connections belong to
+/// the runtime that made them).
+fn open_store(
+    location: &str,
+    options: &[(String, String)],
+) -> Result<(Box<dyn ObjectStore>, StorePath, tokio::runtime::Runtime)> {
+    let url = url::Url::parse(location).with_context(|| format!("run.dir {location}: not a URL"))?;
+    let (store, prefix) = object_store::parse_url_opts(&url, options.iter().cloned())
+        .with_context(|| format!("run.dir {location}: cannot open the object store"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the object store's I/O runtime")?;
+    Ok((store, prefix, runtime))
 }
 
 /// How long a storage call is retried before its error is given up to the

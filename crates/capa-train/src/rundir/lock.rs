@@ -22,7 +22,7 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 use serde::{Deserialize, Serialize};
 
-use super::{Place, RunDir, retrying};
+use super::{Place, RunDir, open_store, retrying};
 
 /// The lock's key in the run.
 const LOCK: &str = "LOCK";
@@ -142,13 +142,7 @@ impl std::error::Error for Lost {}
 impl Lease {
     /// Takes the lease of the run at `location`, or says who holds it.
     fn acquire(location: &str, options: &[(String, String)]) -> Result<Lease> {
-        let url = url::Url::parse(location).with_context(|| format!("run.dir {location}: not a URL"))?;
-        let (store, prefix) = object_store::parse_url_opts(&url, options.iter().cloned())
-            .with_context(|| format!("run.dir {location}: cannot open the object store"))?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the run lock's I/O runtime")?;
+        let (store, prefix, runtime) = open_store(location, options)?;
         let path = RunDir::store_path(&prefix, LOCK);
         let holder = Holder::this_process();
         let payload = PutPayload::from(holder.to_bytes());
@@ -364,8 +358,8 @@ impl RunDir {
                 if !path.exists() {
                     return Ok(format!("no trainer holds {}", self.location));
                 }
-                let file = self.lock_local(root)?;
-                drop(file);
+                // Refused, naming the holder, while a trainer holds it.
+                drop(self.lock_local(root)?);
                 Ok(format!("no trainer holds {}: a local run's lock ends with its trainer's process", self.location))
             }
             Place::Store { .. } => {
