@@ -2,8 +2,10 @@
 # The fault soak: a trainer and three self-play workers share a run, on an
 # S3-compatible server (moto's, on loopback, behind a fault proxy) and then
 # on a small local disk, while a seeded fault injector kills them at bad
-# moments, makes the storage fail, hang or refuse connections, and fills
-# the disk. Every process that dies is restarted, as an operator would.
+# moments, makes the storage fail, hang or refuse connections, fills the
+# disk, and starts a second trainer, or a second worker under a name in
+# use, which must be refused. Every process that dies is restarted, as an
+# operator would.
 # At the end `capa-train check` checks the run (every game counted once,
 # every file whole, a linear history, nothing half-written), and the run
 # must resume and finish. The last line is `... problems N`; exit 0 only
@@ -167,7 +169,7 @@ soak_on() {
   while [ $SECONDS -lt $end ]; do
     sleep $((2 + RANDOM % 6))
     tend
-    local kinds=(kill-worker kill-trainer second-trainer)
+    local kinds=(kill-worker kill-trainer second-trainer second-worker)
     if [ "$store" = s3 ]; then
       kinds+=(kill-worker-uploading store-errors store-hangs store-down)
     else
@@ -189,20 +191,25 @@ soak_on() {
         echo "hang 3" >"$dir/proxy.mode"; sleep 1.5
         kill -9 "${pids[$worker]}" 2>/dev/null
         sleep 2; echo pass >"$dir/proxy.mode" ;;
-      second-trainer)
-        # Started by mistake on the same run: it must be refused, naming the
-        # holder, while the first one runs (after a restart, the first may
-        # not hold the lock yet: then the second runs and the first is refused).
-        fault "$kind"
-        env "${env[@]}" RUST_LOG=warn timeout 30 "$train" --config "$work/run.toml" "${sets[@]}" \
-          >"$dir/second-trainer.log" 2>&1
+      second-trainer|second-worker)
+        # Started by mistake on the same run (a worker: under a name in use):
+        # it must be refused, naming the holder, while the first one runs
+        # (after a restart, the first may not hold its lock yet: then the
+        # second runs and the first is refused).
+        local first=trainer args=() refusal="is held by another trainer"
+        if [ "$kind" = second-worker ]; then
+          first=$worker args=(selfplay --worker "$worker") refusal="worker name $worker is in use"
+        fi
+        fault "$kind" "$first"
+        env "${env[@]}" RUST_LOG=warn timeout 30 "$train" "${args[@]}" --config "$work/run.toml" "${sets[@]}" \
+          >"$dir/$kind.log" 2>&1
         local status=$?
-        if grep -q "is held by another trainer" "$dir/second-trainer.log"; then
-          count[second-trainer-refused]=$(( ${count[second-trainer-refused]:-0} + 1 ))
-        elif kill -0 "${pids[trainer]}" 2>/dev/null; then
-          problem "$store: a second trainer ran beside the first (status $status): $(tail -n 1 "$dir/second-trainer.log")"
+        if grep -q "$refusal" "$dir/$kind.log"; then
+          count[$kind-refused]=$(( ${count[$kind-refused]:-0} + 1 ))
+        elif kill -0 "${pids[$first]}" 2>/dev/null; then
+          problem "$store: a $kind ran beside the first $first (status $status): $(tail -n 1 "$dir/$kind.log")"
         else
-          say "the first trainer had ended: the second one ran (status $status)"
+          say "the first $first had ended: the second one ran (status $status)"
         fi ;;
       kill-trainer-committing)
         # The checkpoint's temporary file exists only while it is written.

@@ -1,5 +1,6 @@
-//! Atomic file writes: a temporary file beside the target, fsync, rename,
-//! fsync of the directory.
+//! Atomic file writes: a temporary file beside the target, fsync, rename
+//! (or a hard link, for a file that must not replace another), fsync of the
+//! directory.
 
 use std::fs::File;
 use std::io::Write;
@@ -17,10 +18,27 @@ pub const TEMPORARY_MARK: &str = ".tmp-";
 /// # Errors
 /// The I/O error; the caller names the path.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
+    write_through_temporary(path, bytes, rename_durably)
+}
+
+/// [`write_atomically`] for a file that must not exist yet: an error of kind
+/// `AlreadyExists` when it does, and the file there is left as it was. Two
+/// writers of one name never overwrite each other's file.
+///
+/// # Errors
+/// The I/O error; the caller names the path.
+pub fn write_new_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_through_temporary(path, bytes, link_durably)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it, and gives it
+/// its name with `publish`. The temporary is removed on failure.
+fn write_through_temporary(
+    path: &Path,
+    bytes: &[u8],
+    publish: fn(&Path, &Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let directory = folder_of(path);
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file"))?;
@@ -33,7 +51,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let mut file = File::options().write(true).create_new(true).open(&temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        rename_durably(&temporary, path)
+        publish(&temporary, path)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -49,11 +67,30 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The I/O error; the caller names the path.
 pub fn rename_durably(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::rename(from, to)?;
-    let directory = match to.parent() {
+    File::open(folder_of(to))?.sync_all()
+}
+
+/// Gives a complete, synced file `from` the name `to` only if `to` does not
+/// exist (a hard link, which the kernel refuses over an existing name), then
+/// removes `from` and syncs the folder.
+fn link_durably(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => std::fs::remove_file(from)?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(e),
+        // A filesystem without hard links (FAT, some network mounts): a
+        // rename after a look, which only two writers at the same instant could race.
+        Err(_) if !to.try_exists()? => std::fs::rename(from, to)?,
+        Err(_) => return Err(std::io::ErrorKind::AlreadyExists.into()),
+    }
+    File::open(folder_of(to))?.sync_all()
+}
+
+/// The folder `path` is in ("." for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
-    };
-    File::open(directory)?.sync_all()
+    }
 }
 
 /// Removes the temporary files that writers killed midway left in

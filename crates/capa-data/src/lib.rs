@@ -33,7 +33,7 @@ mod sgf_convert;
 mod spot_check;
 mod teacher;
 
-pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, rename_durably, write_atomically};
+pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, rename_durably, write_atomically, write_new_atomically};
 pub use generate::{Generation, GenerationEvent, GenerationSummary, generate};
 pub use input::{InputError, input_files};
 pub use openings::{OpeningError, OpeningsError, parse_opening, read_openings};

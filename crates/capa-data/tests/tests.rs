@@ -8,7 +8,7 @@ mod sgf;
 
 use capa_data::{
     Candidate, Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, TeacherGame,
-    remove_stale_temporaries,
+    remove_stale_temporaries, write_new_atomically,
 };
 use capa_mcts::Rng;
 use capa_rules::capablanca::Capablanca;
@@ -164,6 +164,17 @@ fn files_round_trip_and_errors_name_the_file() {
     std::fs::write(&live, b"being written").unwrap();
     assert_eq!(remove_stale_temporaries(&dir).unwrap(), 1);
     assert!(path.exists() && live.exists());
+    std::fs::remove_file(&live).unwrap();
+
+    // A file that must not replace another: written once, then refused, the first kept.
+    let new = dir.join("new.capa");
+    let _ = std::fs::remove_file(&new);
+    write_new_atomically(&new, b"first").unwrap();
+    let err = write_new_atomically(&new, b"second").unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    assert_eq!(std::fs::read(&new).unwrap(), b"first");
+    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(names.iter().all(|n| !n.to_string_lossy().contains(capa_data::TEMPORARY_MARK)), "{names:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

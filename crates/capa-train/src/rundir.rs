@@ -5,15 +5,17 @@
 //! Files are named by keys relative to the run (`games/<net>/w-1.capa`).
 //! Every write replaces a whole file at once: locally through
 //! [`write_atomically`], in a store by a single PUT (which stores make
-//! atomic). `LATEST` is the one file two writers could race on; in a store
-//! it is replaced only if it is still the version this process last saw.
+//! atomic). Two files could be raced on: `LATEST`, which a store replaces
+//! only if it is still the version this process last saw, and a worker's
+//! game file, written only where there is none ([`RunDir::create_new`]), so
+//! two workers given one name by mistake never overwrite each other's games.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, anyhow, bail};
-use capa_data::{remove_stale_temporaries, write_atomically};
+use capa_data::{remove_stale_temporaries, write_atomically, write_new_atomically};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 
@@ -154,6 +156,44 @@ impl RunDir {
                 Ok(())
             }
         }
+    }
+
+    /// Writes the file `key`, all at once, only if there is none: locally
+    /// through [`write_new_atomically`], in a store by a conditional PUT.
+    /// Returns `false`, writing nothing, when another writer's file holds
+    /// the name; a file there with the same bytes is this write's own (a
+    /// retried PUT whose first try landed).
+    ///
+    /// # Errors
+    /// The failure to write or to read what is there.
+    pub fn create_new(&self, key: &str, bytes: &[u8]) -> Result<bool> {
+        let what = || format!("cannot write {} in {}", key, self.location);
+        let exists = match &self.place {
+            Place::Local(root) => {
+                let path = Self::local(root, key);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).with_context(what)?;
+                }
+                match write_new_atomically(&path, bytes) {
+                    Ok(()) => return Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
+                    Err(e) => return Err(e).with_context(what),
+                }
+            }
+            Place::Store { store, prefix, runtime, .. } => {
+                let (path, payload) = (Self::store_path(prefix, key), PutPayload::from(bytes.to_vec()));
+                let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+                match retrying(runtime, &what, || store.put_opts(&path, payload.clone(), options.clone())) {
+                    Ok(_) => return Ok(true),
+                    Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => true,
+                    Err(object_store::Error::NotImplemented) => {
+                        return Err(no_conditional_writes(&self.location, "a worker's game files need"));
+                    }
+                    Err(e) => return Err(e).with_context(what),
+                }
+            }
+        };
+        Ok(exists && self.read(key)?.is_some_and(|there| there == bytes))
     }
 
     /// Points `LATEST` at `network`. In a store, only if `LATEST` is still
@@ -388,6 +428,14 @@ fn open_store(
         .build()
         .context("cannot start the object store's I/O runtime")?;
     Ok((store, prefix, runtime))
+}
+
+/// The error for a store without conditional writes, which `needed_by` needs.
+fn no_conditional_writes(location: &str, needed_by: &str) -> anyhow::Error {
+    anyhow!(
+        "{location}: the store does not offer conditional writes, which {needed_by} (for S3-compatible stores: \
+         AWS_CONDITIONAL_PUT=etag, on a store that honours If-Match and If-None-Match)"
+    )
 }
 
 /// How long a storage call is retried before its error is given up to the

@@ -4,8 +4,11 @@
 //!
 //! A worker's game files are `games/<network>/<worker>-<n>.capa`, `n`
 //! counting on from the worker's highest file in the order the games end,
-//! so a restarted worker never overwrites its own games, workers never
-//! overwrite each other's, and the numbers have no gap (`capa-train check`).
+//! so a restarted worker never overwrites its own games and the numbers
+//! have no gap (`capa-train check`). A game file is written only where
+//! there is none, and a worker holds its name (`workers/<name>.lock`, a
+//! lock like the trainer's): a second worker started with a name in use is
+//! refused, naming the holder, and no written game is ever overwritten.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -41,6 +44,8 @@ pub fn work(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &Ato
 
 fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &AtomicBool) -> Result<Finish> {
     let dir = &RunDir::open(&config.run.dir)?;
+    // Before the numbering: a second worker of this name would count from the same files.
+    let _only_worker_of_this_name = dir.lock_worker_name(worker)?;
     let settings = SelfPlaySettings::new(&config.selfplay, &config.game)?;
     let mut next = next_number(dir, worker)?;
     let mut written = 0u64;
@@ -100,7 +105,14 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             // Numbered as they end (games played at once end out of order),
             // so that a gap in a worker's numbers is a game lost in writing.
             let number = next;
-            dir.write(&format!("games/{network}/{worker}-{number:08}.capa"), &record.to_bytes())?;
+            let key = format!("games/{network}/{worker}-{number:08}.capa");
+            if !dir.create_new(&key, &record.to_bytes())? {
+                bail!(
+                    "{key} in {} was written by another process: is a second worker named {worker} running \
+                     on this run? Give each worker its own --worker name (this one stops; its game is not written)",
+                    dir.location()
+                );
+            }
             pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{worker}.{number}")));
             next += 1;
             written += 1;

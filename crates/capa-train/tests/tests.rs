@@ -566,6 +566,25 @@ fn a_worker_refuses_a_half_written_network_and_waits() {
     let refused = "nets/0123456789abcdef.safetensors in";
     wait_until(|| std::fs::read_to_string(&log).unwrap_or_default().contains(refused));
     assert!(worker.try_wait().unwrap().is_none(), "the worker waits: {}", std::fs::read_to_string(&log).unwrap());
+
+    // Its name is its own: a second worker of that name is refused, naming it.
+    let twin = Command::new(env!("CARGO_BIN_EXE_capa-train"))
+        .args(["selfplay", "--worker", "w", "--config"])
+        .arg(&config)
+        .arg("--set")
+        .arg(format!("run.dir={}", run.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&twin.stderr);
+    let holder = format!("worker name w is in use in {} by another worker: pid {} on ", run.display(), worker.id());
+    assert!(!twin.status.success() && stderr.contains(&holder) && stderr.contains("another --worker name"), "{stderr}");
+    // And a game file is written only where there is none.
+    let dir_of_run = capa_train::RunDir::open(&run).unwrap();
+    assert!(dir_of_run.create_new("games/x/w-00000000.capa", b"first").unwrap());
+    assert!(!dir_of_run.create_new("games/x/w-00000000.capa", b"second").unwrap());
+    assert_eq!(std::fs::read(run.join("games/x/w-00000000.capa")).unwrap(), b"first");
+    std::fs::remove_dir_all(run.join("games/x")).unwrap();
+
     std::fs::write(run.join("LATEST"), &good).unwrap();
     assert!(worker.wait().unwrap().success(), "{}", std::fs::read_to_string(&log).unwrap());
     let text = std::fs::read_to_string(&log).unwrap();
@@ -740,6 +759,23 @@ fn a_bucket_has_one_trainer_and_a_dead_ones_lock_is_taken_over() {
     assert!(error.contains("was taken by another trainer (pid 1 on elsewhere"), "{error}");
     drop(lock);
     assert!(run.read("LOCK").unwrap().is_some(), "another's lease is not released");
+
+    // A worker's name is leased likewise; a game file is created only where there is none.
+    let name = run.lock_worker_name("remote").unwrap();
+    let twin = server.command(&["selfplay", "--worker", "remote"], &config, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&twin.stderr);
+    let holder =
+        format!("worker name remote is in use in s3://capa/run by another worker: pid {} on ", std::process::id());
+    assert!(!twin.status.success() && stderr.contains(&holder) && stderr.contains("stale in"), "{stderr}");
+    drop(name);
+    assert!(run.read("workers/remote.lock").unwrap().is_none(), "a worker's lease is released at its end");
+    assert!(run.create_new("games/x/remote-00000000.capa", b"first").unwrap());
+    assert!(
+        run.create_new("games/x/remote-00000000.capa", b"first").unwrap(),
+        "the same bytes: a retry that had landed"
+    );
+    assert!(!run.create_new("games/x/remote-00000000.capa", b"second").unwrap());
+    assert_eq!(run.read("games/x/remote-00000000.capa").unwrap().unwrap(), b"first");
     let unlock = server.command(&["unlock"], &config, &[]).output().unwrap();
     let stdout = String::from_utf8_lossy(&unlock.stdout);
     assert!(unlock.status.success() && stdout.contains("removed the lock of pid 1 on elsewhere"), "{stdout}");

@@ -1,15 +1,17 @@
-//! The run lock: one trainer per run, on a local disk and in a bucket.
+//! The run lock: one trainer per run, and one worker per worker name, on a
+//! local disk and in a bucket.
 //!
-//! Locally an advisory lock (`flock`) on `LOCK`, which the kernel releases
-//! when its process ends however it ends, so it is never stale. A store has
-//! no such thing, so there `LOCK` is a lease: an object naming its holder,
-//! created only if absent and renewed every [`RENEW_EVERY`] by a conditional
-//! write on the version its holder last wrote. A trainer that finds the
-//! lease taken is refused, unless the holder is gone: a process of this
-//! machine that no longer runs, or a lease not renewed for [`STALE_AFTER`]
-//! (machines' clocks are assumed to agree within a minute, as NTP keeps
-//! them). A holder that finds its lease taken or removed stops at once;
-//! before each commit point it renews the lease itself, so an iteration is
+//! Locally an advisory lock (`flock`) on `LOCK` (a worker's:
+//! `workers/<name>.lock`), which the kernel releases when its process ends
+//! however it ends, so it is never stale. A store has no such thing, so
+//! there the lock is a lease: an object naming its holder, created only if
+//! absent and renewed every [`RENEW_EVERY`] by a conditional write on the
+//! version its holder last wrote. A process that finds the lease taken is
+//! refused, unless the holder is gone: a process of this machine that no
+//! longer runs, or a lease not renewed for [`STALE_AFTER`] (machines'
+//! clocks are assumed to agree within a minute, as NTP keeps them). A
+//! holder that finds its lease taken or removed stops at once; before each
+//! commit point the trainer renews its lease itself, so an iteration is
 //! committed only under a lease that is still its own.
 
 use std::fs::File;
@@ -22,10 +24,67 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 use serde::{Deserialize, Serialize};
 
-use super::{Place, RunDir, open_store, retrying};
+use super::{Place, RunDir, no_conditional_writes, open_store, retrying};
 
-/// The lock's key in the run.
+/// The run lock's key in the run.
 const LOCK: &str = "LOCK";
+
+/// What a lock is taken on.
+#[derive(Clone, Debug, PartialEq)]
+enum Claim {
+    /// The run: one trainer.
+    Run,
+    /// A worker's name: one worker of that name.
+    Worker(String),
+}
+
+impl Claim {
+    fn key(&self) -> String {
+        match self {
+            Claim::Run => LOCK.to_string(),
+            Claim::Worker(name) => format!("workers/{name}.lock"),
+        }
+    }
+
+    /// "the run's lock", for messages.
+    fn lock_name(&self) -> String {
+        match self {
+            Claim::Run => "the run's lock".to_string(),
+            Claim::Worker(name) => format!("the lock of worker name {name}"),
+        }
+    }
+
+    /// Who else could hold it.
+    fn rival(&self) -> &'static str {
+        match self {
+            Claim::Run => "another trainer",
+            Claim::Worker(_) => "another worker",
+        }
+    }
+
+    /// Why a process is refused: the claim is `holder`'s.
+    fn refusal(&self, location: &str, holder: &str) -> String {
+        match self {
+            Claim::Run => format!(
+                "{location} is held by another trainer: {holder}. Stop that trainer first, or use another run.dir"
+            ),
+            Claim::Worker(name) => format!(
+                "worker name {name} is in use in {location} by another worker: {holder}. Give this worker another \
+                 --worker name"
+            ),
+        }
+    }
+
+    /// How a lock that is not capa's is removed.
+    fn removal(&self) -> String {
+        match self {
+            Claim::Run => {
+                "if no trainer runs on this run, remove it with `capa-train unlock --config FILE`".to_string()
+            }
+            Claim::Worker(name) => format!("if no worker named {name} runs on this run, remove it"),
+        }
+    }
+}
 
 /// How often the holder of a store's lease renews it.
 const RENEW_EVERY: Duration = Duration::from_secs(15);
@@ -33,8 +92,8 @@ const RENEW_EVERY: Duration = Duration::from_secs(15);
 /// How long a lease may go unrenewed before another trainer may take it.
 const STALE_AFTER: Duration = Duration::from_secs(90);
 
-/// Holds the run for this process until dropped (or until the process
-/// ends). See [`RunDir::lock`].
+/// Holds the run (or a worker's name) for this process until dropped (or
+/// until the process ends). See [`RunDir::lock`], [`RunDir::lock_worker_name`].
 pub struct RunLock<'a> {
     dir: &'a RunDir,
     held: Held,
@@ -116,6 +175,7 @@ fn describe_lock(bytes: &[u8]) -> String {
 /// that renewing never waits on the trainer's storage calls.
 pub(super) struct Lease {
     location: String,
+    claim: Claim,
     state: Mutex<LeaseState>,
 }
 
@@ -140,13 +200,14 @@ impl std::fmt::Display for Lost {
 impl std::error::Error for Lost {}
 
 impl Lease {
-    /// Takes the lease of the run at `location`, or says who holds it.
-    fn acquire(location: &str, options: &[(String, String)]) -> Result<Lease> {
+    /// Takes the lease on `claim` in the run at `location`, or says who holds it.
+    fn acquire(location: &str, options: &[(String, String)], claim: Claim) -> Result<Lease> {
         let (store, prefix, runtime) = open_store(location, options)?;
-        let path = RunDir::store_path(&prefix, LOCK);
+        let key = claim.key();
+        let path = RunDir::store_path(&prefix, &key);
         let holder = Holder::this_process();
         let payload = PutPayload::from(holder.to_bytes());
-        let what = || format!("cannot take the run's lock ({LOCK}) in {location}");
+        let what = || format!("cannot take {} ({key}) in {location}", claim.lock_name());
         let put = |mode: PutMode| {
             let options = PutOptions { mode, ..PutOptions::default() };
             retrying(&runtime, &what, || store.put_opts(&path, payload.clone(), options.clone()))
@@ -157,10 +218,9 @@ impl Lease {
                 match put(PutMode::Create) {
                     Ok(result) => break 'taken version_of(result),
                     Err(object_store::Error::AlreadyExists { .. }) => {}
-                    Err(object_store::Error::NotImplemented) => bail!(
-                        "{location}: the store does not offer conditional writes, which the run's lock needs \
-                     (for S3-compatible stores: AWS_CONDITIONAL_PUT=etag, on a store that honours If-Match)"
-                    ),
+                    Err(object_store::Error::NotImplemented) => {
+                        return Err(no_conditional_writes(location, &format!("{} needs", claim.lock_name())));
+                    }
                     Err(e) => return Err(e).with_context(what),
                 }
                 let found = retrying(&runtime, &what, || async {
@@ -174,11 +234,7 @@ impl Lease {
                     Err(e) => return Err(e).with_context(what),
                 };
                 let Ok(theirs) = serde_json::from_slice::<Holder>(&bytes) else {
-                    bail!(
-                        "{LOCK} in {location} is not a lock capa wrote ({} bytes): if no trainer runs on this run, \
-                     remove it with `capa-train unlock --config FILE`",
-                        bytes.len()
-                    );
+                    bail!("{key} in {location} is not a lock capa wrote ({} bytes): {}", bytes.len(), claim.removal());
                 };
                 if theirs.token == holder.token {
                     // Our own create, retried after its answer was lost.
@@ -190,28 +246,35 @@ impl Lease {
                     format!("not renewed for {}", span(theirs.unrenewed_for()))
                 } else {
                     let left = STALE_AFTER.saturating_sub(theirs.unrenewed_for());
+                    let holder =
+                        format!("{}, its lock renewed {} ago", theirs.describe(), span(theirs.unrenewed_for()));
                     bail!(
-                        "{location} is held by another trainer: {}, its lock renewed {} ago. Stop that trainer \
-                     first, or use another run.dir. If it is gone with its machine, its lock is stale in {}, \
-                     or `capa-train unlock --config FILE` breaks it now",
-                        theirs.describe(),
-                        span(theirs.unrenewed_for()),
-                        span(left)
+                        "{}. If it is gone with its machine, its lock is stale in {}{}",
+                        claim.refusal(location, &holder),
+                        span(left),
+                        if claim == Claim::Run { ", or `capa-train unlock --config FILE` breaks it now" } else { "" }
                     );
                 };
                 match put(PutMode::Update(version)) {
                     Ok(result) => {
-                        tracing::warn!("took over the run's lock in {location} from {} ({reason})", theirs.describe());
+                        tracing::warn!(
+                            "took over {} in {location} from {} ({reason})",
+                            claim.lock_name(),
+                            theirs.describe()
+                        );
                         break 'taken version_of(result);
                     }
                     Err(object_store::Error::Precondition { .. }) => continue,
                     Err(e) => return Err(e).with_context(what),
                 }
             }
-            bail!("cannot take the run's lock in {location}: it keeps changing hands (several trainers starting?)")
+            bail!(
+                "cannot take {} in {location}: it keeps changing hands (several starting at once?)",
+                claim.lock_name()
+            )
         };
         let state = LeaseState { store, runtime, path, holder, version };
-        Ok(Lease { location: location.to_string(), state: Mutex::new(state) })
+        Ok(Lease { location: location.to_string(), claim, state: Mutex::new(state) })
     }
 
     /// Renews the lease; a [`Lost`] error when it is no longer this process's.
@@ -221,7 +284,7 @@ impl Lease {
         holder.renewed = unix_now();
         let payload = PutPayload::from(holder.to_bytes());
         let options = PutOptions { mode: PutMode::Update(version.clone()), ..PutOptions::default() };
-        let what = || format!("cannot renew the run's lock ({LOCK}) in {}", self.location);
+        let what = || format!("cannot renew {} ({}) in {}", self.claim.lock_name(), self.claim.key(), self.location);
         let put = retrying(runtime, &what, || store.put_opts(path, payload.clone(), options.clone()));
         match put {
             Ok(result) => {
@@ -244,15 +307,18 @@ impl Lease {
                 Ok(())
             }
             Ok((_, bytes)) => Err(Lost(format!(
-                "the run's lock in {} was taken by another trainer ({}): this one stops",
+                "{} in {} was taken by {} ({}): this one stops",
+                self.claim.lock_name(),
                 self.location,
+                self.claim.rival(),
                 describe_lock(&bytes)
             ))
             .into()),
             Err(object_store::Error::NotFound { .. }) => Err(Lost(format!(
-                "the run's lock in {} was removed (by `capa-train unlock`?): this trainer stops; start it again \
-                 to continue the run",
-                self.location
+                "{} in {} was removed{}: this one stops; start it again to go on",
+                self.claim.lock_name(),
+                self.location,
+                if self.claim == Claim::Run { " (by `capa-train unlock`?)" } else { "" }
             ))
             .into()),
             Err(e) => Err(e).with_context(what),
@@ -287,28 +353,47 @@ impl RunDir {
     /// # Errors
     /// Another trainer holds the run, or the lock cannot be written.
     pub fn lock(&self) -> Result<RunLock<'_>> {
+        self.claim(Claim::Run)
+    }
+
+    /// Makes this process the run's only worker named `worker`, as
+    /// [`RunDir::lock`] does for the trainer (`workers/<name>.lock`): two
+    /// workers of one name would write the same game files.
+    ///
+    /// # Errors
+    /// Another worker of that name runs, or the lock cannot be written.
+    pub fn lock_worker_name(&self, worker: &str) -> Result<RunLock<'_>> {
+        self.claim(Claim::Worker(worker.to_string()))
+    }
+
+    fn claim(&self, claim: Claim) -> Result<RunLock<'_>> {
         let held = match &self.place {
-            Place::Local(root) => Held::Local { _file: self.lock_local(root)? },
+            Place::Local(root) => Held::Local { _file: self.lock_local(root, &claim)? },
             Place::Store { .. } => {
-                let lease = Arc::new(Lease::acquire(&self.location, &self.store_options)?);
+                let run = claim == Claim::Run;
+                let lease = Arc::new(Lease::acquire(&self.location, &self.store_options, claim)?);
                 let stop = Arc::new(AtomicBool::new(false));
                 let (renewing, stopped) = (Arc::clone(&lease), Arc::clone(&stop));
                 std::thread::Builder::new()
                     .name("run-lock".into())
                     .spawn(move || keep_renewing(&renewing, &stopped))
                     .context("cannot start the run lock's thread")?;
-                *self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&lease));
+                if run {
+                    // The one [`RunDir::confirm_lock`] checks.
+                    *self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&lease));
+                }
                 Held::Store { lease, stop }
             }
         };
         Ok(RunLock { dir: self, held })
     }
 
-    fn lock_local(&self, root: &std::path::Path) -> Result<File> {
+    fn lock_local(&self, root: &std::path::Path, claim: &Claim) -> Result<File> {
         use std::io::{Read, Seek, Write};
         use std::os::fd::AsRawFd;
-        std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
-        let path = root.join(LOCK);
+        let path = root.join(claim.key());
+        let folder = path.parent().unwrap_or(root);
+        std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
         let what = || format!("cannot lock {}", path.display());
         let mut file = std::fs::OpenOptions::new()
             .read(true)
@@ -321,11 +406,7 @@ impl RunDir {
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let mut holder = Vec::new();
             let _ = file.read_to_end(&mut holder);
-            bail!(
-                "{} is held by another trainer: {}. Stop that trainer first, or use another run.dir",
-                self.location,
-                describe_lock(&holder)
-            );
+            bail!("{}", claim.refusal(&self.location, &describe_lock(&holder)));
         }
         file.set_len(0).with_context(what)?;
         file.rewind().with_context(what)?;
@@ -359,7 +440,7 @@ impl RunDir {
                     return Ok(format!("no trainer holds {}", self.location));
                 }
                 // Refused, naming the holder, while a trainer holds it.
-                drop(self.lock_local(root)?);
+                drop(self.lock_local(root, &Claim::Run)?);
                 Ok(format!("no trainer holds {}: a local run's lock ends with its trainer's process", self.location))
             }
             Place::Store { .. } => {
@@ -399,7 +480,9 @@ impl Drop for RunLock<'_> {
     fn drop(&mut self) {
         if let Held::Store { lease, stop } = &self.held {
             stop.store(true, Ordering::Relaxed);
-            *self.dir.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            if lease.claim == Claim::Run {
+                *self.dir.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            }
             lease.release();
         }
     }
