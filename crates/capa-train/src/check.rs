@@ -3,7 +3,7 @@
 //! network file against the hash it is named by, a metrics line for each
 //! committed iteration and no other, every game file whole, each game
 //! trained on by one iteration at most (the ledgers), no gap in a worker's
-//! game numbers, and no temporary file left behind.
+//! game numbers and none used twice, and no temporary file left behind.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -174,6 +174,10 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
             (0..=*numbers.last().unwrap_or(&0)).filter(|n| numbers.binary_search(n).is_err()).collect();
         if !missing.is_empty() {
             problems.push(format!("worker {worker}: games {missing:?} are missing"));
+        }
+        let twice: Vec<u64> = numbers.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0]).collect();
+        if !twice.is_empty() {
+            problems.push(format!("worker {worker}: games {twice:?} written twice (two workers of one name?)"));
         }
     }
     // Nothing half-written left behind.

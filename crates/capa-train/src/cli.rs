@@ -45,7 +45,8 @@ pub enum Command {
     /// Check the run: the commit point and its checkpoint, every network
     /// file against the hash it is named by, a metrics line for each
     /// committed iteration, every game file whole, no game trained on
-    /// twice, no gap in a worker's game numbers, no temporary file left.
+    /// twice, no gap or repeat in a worker's game numbers, no temporary
+    /// file left.
     /// Prints each problem and a summary; exits 1 when there is one.
     Check(RunArgs),
     /// Break the run lock of a trainer that is gone. On an object store,
@@ -63,7 +64,8 @@ pub struct WorkerArgs {
     /// The run's config.
     #[command(flatten)]
     pub run: RunArgs,
-    /// This worker's name in its game files' names (letters, digits, - and _).
+    /// This worker's name in its game files' names (letters, digits, - and _); a run refuses a
+    /// second worker of a name in use.
     #[arg(long, default_value = "worker")]
     pub worker: String,
     /// Stop after this many games (default: until Ctrl-C).

@@ -529,6 +529,11 @@ fn workers_feed_a_trainer_through_the_run_directory() {
     std::fs::write(run.join("ledger/iter-000002.txt"), format!("{twice}\n")).unwrap();
     let network = line["network"].as_str().unwrap();
     std::fs::remove_file(run.join(format!("nets/{network}.safetensors"))).unwrap();
+    let alpha = files.iter().find(|f| f.file_name().unwrap().to_string_lossy().starts_with("alpha-")).unwrap();
+    std::fs::create_dir_all(run.join("games/elsewhere")).unwrap();
+    std::fs::copy(alpha, run.join("games/elsewhere").join(alpha.file_name().unwrap())).unwrap();
+    let alpha_number: u64 =
+        alpha.file_stem().unwrap().to_string_lossy().strip_prefix("alpha-").unwrap().parse().unwrap();
     let (whole, report) = check();
     assert!(!whole, "{report}");
     for problem in [
@@ -537,6 +542,7 @@ fn workers_feed_a_trainer_through_the_run_directory() {
         &format!("{twice} trained on twice: in ledger/iter-000001.txt and ledger/iter-000002.txt"),
         "ledger/iter-000002.txt: 1 games, its metrics line says",
         &format!("LATEST names network {network}, which is missing"),
+        &format!("worker alpha: games [{alpha_number}] written twice"),
     ] {
         assert!(report.contains(problem), "{problem}: {report}");
     }

@@ -89,7 +89,7 @@ impl Claim {
 /// How often the holder of a store's lease renews it.
 const RENEW_EVERY: Duration = Duration::from_secs(15);
 
-/// How long a lease may go unrenewed before another trainer may take it.
+/// How long a lease may go unrenewed before another process may take it.
 const STALE_AFTER: Duration = Duration::from_secs(90);
 
 /// Holds the run (or a worker's name) for this process until dropped (or
