@@ -100,6 +100,15 @@ impl RunDir {
         root.join(key)
     }
 
+    /// The local path of `key`, its folder made.
+    fn local_to_write(root: &Path, key: &str) -> std::io::Result<PathBuf> {
+        let path = Self::local(root, key);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        Ok(path)
+    }
+
     fn store_path(prefix: &StorePath, key: &str) -> StorePath {
         key.split('/').fold(prefix.clone(), |path, part| path.child(part))
     }
@@ -144,10 +153,7 @@ impl RunDir {
         let what = || format!("cannot write {} in {}", key, self.location);
         match &self.place {
             Place::Local(root) => {
-                let path = Self::local(root, key);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).with_context(what)?;
-                }
+                let path = Self::local_to_write(root, key).with_context(what)?;
                 write_atomically(&path, bytes).with_context(what)
             }
             Place::Store { store, prefix, runtime, .. } => {
@@ -170,10 +176,7 @@ impl RunDir {
         let what = || format!("cannot write {} in {}", key, self.location);
         let exists = match &self.place {
             Place::Local(root) => {
-                let path = Self::local(root, key);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).with_context(what)?;
-                }
+                let path = Self::local_to_write(root, key).with_context(what)?;
                 match write_new_atomically(&path, bytes) {
                     Ok(()) => return Ok(true),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
@@ -335,10 +338,8 @@ impl RunDir {
     pub fn save_with(&self, key: &str, save: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
         match &self.place {
             Place::Local(root) => {
-                let path = Self::local(root, key);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-                }
+                let path = Self::local_to_write(root, key)
+                    .with_context(|| format!("cannot write {key} in {}", self.location))?;
                 save(&path)
             }
             Place::Store { staging, .. } => {

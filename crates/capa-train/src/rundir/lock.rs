@@ -75,6 +75,23 @@ impl Claim {
         }
     }
 
+    /// How a live lock is broken at once, as a clause (none for a worker's,
+    /// which goes stale soon enough).
+    fn breaking(&self) -> &'static str {
+        match self {
+            Claim::Run => ", or `capa-train unlock --config FILE` breaks it now",
+            Claim::Worker(_) => "",
+        }
+    }
+
+    /// Who may have removed a lease, as a clause.
+    fn removed_by(&self) -> &'static str {
+        match self {
+            Claim::Run => " (by `capa-train unlock`?)",
+            Claim::Worker(_) => "",
+        }
+    }
+
     /// How a lock that is not capa's is removed.
     fn removal(&self) -> String {
         match self {
@@ -252,7 +269,7 @@ impl Lease {
                         "{}. If it is gone with its machine, its lock is stale in {}{}",
                         claim.refusal(location, &holder),
                         span(left),
-                        if claim == Claim::Run { ", or `capa-train unlock --config FILE` breaks it now" } else { "" }
+                        claim.breaking()
                     );
                 };
                 match put(PutMode::Update(version)) {
@@ -318,7 +335,7 @@ impl Lease {
                 "{} in {} was removed{}: this one stops; start it again to go on",
                 self.claim.lock_name(),
                 self.location,
-                if self.claim == Claim::Run { " (by `capa-train unlock`?)" } else { "" }
+                self.claim.removed_by()
             ))
             .into()),
             Err(e) => Err(e).with_context(what),
