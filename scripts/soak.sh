@@ -14,6 +14,8 @@
 #   SOAK_SECONDS=1800 scripts/soak.sh       # the length (split between the stores)
 #   SOAK_SEED=7 scripts/soak.sh             # another sequence of faults
 #   SOAK_STORES=local scripts/soak.sh       # one store only: s3, local
+#   CAPA_BIN_DIR=target/quick-release scripts/soak.sh   # binaries already built
+#                                           # (CI: by scripts/test.sh); default: a release build
 #
 # Needs moto_server (scripts/test.sh installs it, or CAPA_MOTO_SERVER), and
 # root for the small disk (a tmpfs; without it the disk-full faults are
@@ -26,9 +28,15 @@ seed=${SOAK_SEED:-1}
 stores=${SOAK_STORES:-s3 local}
 RANDOM=$seed
 
-cargo build --release --locked -p capa-train -p capa-soak >&2 || exit 1
-train=$PWD/target/release/capa-train
-proxy_bin=$PWD/target/release/capa-fault-proxy
+if [ -z "${CAPA_BIN_DIR:-}" ]; then
+  cargo build --release --locked -p capa-train -p capa-soak >&2 || exit 1
+fi
+bin_dir=$(cd "${CAPA_BIN_DIR:-target/release}" && pwd) || exit 1
+train=$bin_dir/capa-train
+proxy_bin=$bin_dir/capa-fault-proxy
+for binary in "$train" "$proxy_bin"; do
+  [ -x "$binary" ] || { echo "no $binary: build it, or leave CAPA_BIN_DIR unset" >&2; exit 1; }
+done
 work=$PWD/target/soak
 rm -rf "$work"
 mkdir -p "$work"
@@ -261,6 +269,11 @@ soak_on() {
   kill -TERM "$final_worker" 2>/dev/null; wait "$final_worker" 2>/dev/null
   if ! env "${env[@]}" "$train" check --config "$work/run.toml" "${sets[@]}" >"$dir/check-final.log" 2>&1; then
     problem "$store: capa-train check after the resume failed: $(tail -n 3 "$dir/check-final.log" | tr '\n' ' ')"
+  fi
+  # A dead writer's temporary file is no damage (check notes it), but the
+  # resumed trainer's start must have removed every one the faults left.
+  if grep -q "its writer left when it died" "$dir/check-final.log"; then
+    problem "$store: the resumed run kept a dead writer's temporary file: $(grep -m1 'its writer left' "$dir/check-final.log")"
   fi
   cat "$dir/check-final.log" >&2
   finals+="$store: $(tail -n 1 "$dir/check-final.log"); "

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # capa's test command (what .ci/run calls): installs the reference engines the
-# cross-checks need and the S3-compatible server the object-store test needs
-# where they are missing, then runs every test in release
-# mode (deep perft lines need optimised code).
+# cross-checks need, the S3-compatible server, the browser and the software
+# Vulkan driver where they are missing, then builds the workspace once, in
+# the `quick-release` profile (optimised, no LTO: the deep perft lines and
+# the training tests need optimised code, nobody needs a linked-whole
+# binary), with every backend compiled in (the wgpu tests run on lavapipe;
+# CUDA is compiled, not run), and runs every test. The workspace's own
+# crates are compiled by clippy-driver, so the same build is the lint
+# (`-D warnings`): no second build for `cargo clippy`.
 #
 #   scripts/test.sh                     # everything CI runs
 #   CAPA_SKIP_ENGINE_TESTS=1 scripts/test.sh   # without engines (not for CI)
 #   CAPA_SKIP_S3_TESTS=1 scripts/test.sh       # without the S3 server (not for CI)
-#   CAPA_SKIP_WGPU_TESTS=1 scripts/test.sh     # without the wgpu backend's tests (not for CI)
+#   CAPA_SKIP_WGPU_TESTS=1 scripts/test.sh     # without the wgpu tests (and the GPU backends) (not for CI)
 #   CAPA_SKIP_BROWSER_TESTS=1 scripts/test.sh  # without the GUI's browser test (not for CI)
 #   scripts/test.sh -- --ignored deep   # extra arguments go to the test binaries
 set -euo pipefail
@@ -57,9 +62,9 @@ fi
 
 # The wgpu backend's tests run on any Vulkan adapter; on a machine without a
 # GPU, on Mesa's software one (lavapipe, in mesa-vulkan-drivers).
-wgpu_tests=0
-if [ $# -eq 0 ] && [ "${CAPA_SKIP_WGPU_TESTS:-}" != 1 ]; then
-  wgpu_tests=1
+features=()
+if [ "${CAPA_SKIP_WGPU_TESTS:-}" != 1 ]; then
+  features=(--features "capa-cli/wgpu,capa-cli/cuda,capa-train/wgpu,capa-train/cuda")
   if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1; then
     echo "installing mesa-vulkan-drivers (Debian) for the wgpu tests on the CPU's software Vulkan" >&2
     sudo=""
@@ -69,14 +74,14 @@ if [ $# -eq 0 ] && [ "${CAPA_SKIP_WGPU_TESTS:-}" != 1 ]; then
   fi
 fi
 
-cargo test --workspace --release --locked "$@"
-
-if [ "$wgpu_tests" = 1 ]; then
-  # One build with the wgpu feature, in a profile that builds fast, of only
-  # the three test targets that need it: parity with the CPU backend, one
-  # training iteration, capa uci. Kernels are compiled on first use;
-  # minimal autotuning keeps lavapipe from timing every candidate kernel.
-  CUBECL_AUTOTUNE_LEVEL=minimal cargo test --profile wgpu-test --locked \
-    -p capa-net -p capa-train -p capa-cli \
-    --features capa-net/wgpu,capa-train/wgpu,capa-cli/wgpu --test wgpu
+# clippy-driver compiles the workspace's crates (dependencies go to rustc as
+# always): its lints are `cargo clippy`'s, and a warning fails the build.
+if command -v clippy-driver >/dev/null 2>&1; then
+  export RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+else
+  echo "clippy-driver not found (rustup component add clippy): building without the lints" >&2
 fi
+
+# wgpu compiles kernels on first use; minimal autotuning keeps lavapipe from
+# timing every candidate kernel.
+CUBECL_AUTOTUNE_LEVEL=minimal cargo test --workspace --profile quick-release --locked "${features[@]}" "$@"

@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use capa_net::{BackendKind, DeviceSpec, GameKind, Precision};
+use capa_net::{BackendKind, DeviceSpec, Precision};
 use capa_play::{MoveLimit, Sprt};
-use clap::ValueEnum;
+use capa_rules::GameKind;
 
 /// Where a network runs.
 #[derive(clap::Args, Debug)]
@@ -28,6 +28,13 @@ impl DeviceArgs {
     /// The device as capa-net names it.
     pub fn spec(&self) -> DeviceSpec {
         DeviceSpec { backend: self.backend, index: self.device, precision: self.precision }
+    }
+
+    /// The same flags for a `capa uci` or `capa gtp` child process.
+    pub fn child_args(&self) -> Vec<String> {
+        let flags = [("--backend", self.backend.to_string()), ("--device", self.device.to_string())];
+        let flags = flags.into_iter().chain([("--precision", self.precision.to_string())]);
+        flags.flat_map(|(flag, value)| [flag.to_string(), value]).collect()
     }
 }
 
@@ -67,40 +74,12 @@ impl LimitArgs {
 /// A position of a game: `--variant` and `--fen`.
 #[derive(clap::Args, Debug)]
 pub struct PositionArgs {
-    /// The game: `capablanca` (10x8) or `chess`.
-    #[arg(long, value_enum)]
-    pub variant: Variant,
+    /// The game: capablanca (10x8), chess, go9, go13 or go19.
+    #[arg(long)]
+    pub variant: GameKind,
     /// The position as FEN; the variant's start position when absent.
     #[arg(long)]
     pub fen: Option<String>,
-}
-
-/// A game, as `--variant` names it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Variant {
-    /// Capablanca chess, 10x8.
-    Capablanca,
-    /// Standard chess.
-    Chess,
-    /// Go on 9x9 (players speak GTP).
-    Go9,
-    /// Go on 13x13.
-    Go13,
-    /// Go on 19x19.
-    Go19,
-}
-
-impl Variant {
-    /// The game as capa-net names it.
-    pub fn kind(self) -> GameKind {
-        match self {
-            Variant::Capablanca => GameKind::Capablanca,
-            Variant::Chess => GameKind::Chess,
-            Variant::Go9 => GameKind::Go9,
-            Variant::Go13 => GameKind::Go13,
-            Variant::Go19 => GameKind::Go19,
-        }
-    }
 }
 
 /// `--timeout` as a duration.

@@ -7,12 +7,10 @@ use anyhow::{Context, Result, bail};
 use capa_mcts::{
     EvalError, Evaluations, Evaluator, LeafRequest, Limits, RandomEvaluator, SearchParams, Tree, search_many,
 };
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_rules::{Game, History};
+use capa_rules::{Game, GameKind, History};
 use clap::Subcommand;
 
-use crate::args::{DeviceArgs, Variant};
+use crate::args::DeviceArgs;
 
 /// Measure a component; benches/ compares the figures with real peers.
 #[derive(Subcommand, Debug)]
@@ -27,7 +25,7 @@ pub enum BenchCommand {
     Search {
         /// The game: `capablanca` (10x8) or `chess`.
         #[arg(long, value_enum)]
-        variant: Variant,
+        variant: GameKind,
         /// Playouts in all, split evenly over the games.
         #[arg(long, default_value_t = 200_000)]
         nodes: u32,
@@ -125,8 +123,8 @@ pub enum BenchCommand {
         #[arg(long)]
         value_hidden: Option<usize>,
         /// The game, which sets the input planes, board and policy width.
-        #[arg(long, value_enum, default_value = "capablanca")]
-        variant: Variant,
+        #[arg(long, default_value = "capablanca")]
+        variant: GameKind,
         #[command(flatten)]
         device: DeviceArgs,
         /// The large batch, for inference and training.
@@ -144,8 +142,8 @@ pub enum BenchCommand {
     /// p99 and max, and the start position's (every game passes it).
     Explorer {
         /// The game.
-        #[arg(long, value_enum, default_value = "capablanca")]
-        variant: Variant,
+        #[arg(long, default_value = "capablanca")]
+        variant: GameKind,
         /// Games to generate and index.
         #[arg(long, default_value_t = 1_000_000)]
         games: u64,
@@ -186,7 +184,7 @@ impl BenchCommand {
                     groups,
                     eval_per_leaf: Duration::from_nanos(eval_ns_per_leaf),
                 };
-                capa_net::for_game!(variant.kind(), G => search::<G>(&args))
+                capa_rules::for_game!(variant, G => search::<G>(&args))
             }
             BenchCommand::Lc0 { files, repeat } => lc0(&files, repeat),
             BenchCommand::V6 { data, positions, shuffle_buffer } => v6(&data, positions, shuffle_buffer),
@@ -211,7 +209,7 @@ impl BenchCommand {
                 if !(seconds.is_finite() && seconds >= 0.0) {
                     bail!("--seconds must be a non-negative number, not {seconds}");
                 }
-                let mut config = capa_net::NetConfig::preset(&size, variant.kind()).context("--size")?;
+                let mut config = capa_net::NetConfig::preset(&size, variant).context("--size")?;
                 config.channels = channels.unwrap_or(config.channels);
                 config.blocks = blocks.unwrap_or(config.blocks);
                 config.transformer_blocks = transformer_blocks.unwrap_or(config.transformer_blocks);
@@ -231,11 +229,10 @@ impl BenchCommand {
             }
             BenchCommand::Explorer { variant, games, max_plies, queries, dir, seed, reuse } => {
                 let bench = crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, seed, reuse };
-                match variant {
-                    Variant::Capablanca => crate::explorer_bench::run::<Capablanca>(&bench, variant.kind()),
-                    Variant::Chess => crate::explorer_bench::run::<Chess>(&bench, variant.kind()),
-                    go => bail!("the opening explorer indexes chess games, not {}", go.kind().name()),
+                if !variant.is_chess() {
+                    bail!("the opening explorer indexes chess games, not {variant}");
                 }
+                capa_rules::for_game!(variant, G => crate::explorer_bench::run::<G>(&bench, variant))
             }
         }
     }
@@ -363,7 +360,7 @@ fn net_inputs<G: capa_net::NetGame>(count: usize) -> (Vec<f32>, Vec<f32>, Vec<bo
     let (mut planes, mut policy, mut legal) = (Vec::new(), Vec::new(), Vec::new());
     let mut position = G::startpos();
     let mut moves = capa_rules::MoveList::new();
-    let mut rng = capa_mcts::Rng::new(0x2545_F491_4F6C_DD1D);
+    let mut rng = capa_rules::Rng::new(0x2545_F491_4F6C_DD1D);
     let mut input = vec![0.0; G::INPUT_LEN];
     while planes.len() < count * G::INPUT_LEN {
         position.legal_moves(&mut moves);
@@ -393,8 +390,9 @@ impl capa_net::BackendTask for &NetBench {
         use capa_net::burn::prelude::*;
         use capa_net::{Net, Targets, TrainConfig, Trainer};
         let game = self.config.game;
-        let (planes_per, ranks, files, policy_size) = (game.planes(), game.ranks(), game.files(), game.policy_size());
-        let (planes, policy, legal) = capa_net::for_game!(game, G => net_inputs::<G>(self.batch));
+        let (planes_per, ranks, files, policy_size) =
+            (capa_net::input_planes(game), game.ranks(), game.files(), game.policy_size());
+        let (planes, policy, legal) = capa_rules::for_game!(game, G => net_inputs::<G>(self.batch));
         let input = |rows: usize| -> Tensor<B::InnerBackend, 4> {
             let data =
                 TensorData::new(planes[..rows * planes_per * ranks * files].to_vec(), [rows, planes_per, ranks, files]);

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use capa_mcts::{Evaluations, Evaluator, LeafRequest, Rng, random_opening};
+use capa_mcts::{Evaluations, Evaluator, LeafRequest};
 use capa_net::{DeviceSpec, NetEvaluator, NetGame};
+use capa_rules::{Rng, random_opening};
 
 use crate::args::DeviceArgs;
 
@@ -105,7 +106,7 @@ fn policy_health(nets: &[PathBuf], positions: usize, seed: u64, device: DeviceSp
     }
     for net in nets {
         let game = capa_net::read_net_config(net).with_context(|| format!("cannot read {}", net.display()))?.game;
-        let (mean, median) = capa_net::for_game!(game, G => peakedness::<G>(net, positions, seed, device))?;
+        let (mean, median) = capa_rules::for_game!(game, G => peakedness::<G>(net, positions, seed, device))?;
         println!(
             "{}: max prior x legal moves {mean:.2} (median {median:.2}) over {positions} positions; 1.0 is uniform",
             net.display()

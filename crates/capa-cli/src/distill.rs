@@ -5,12 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use capa_data::{Generation, GenerationEvent, generate};
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
+use capa_rules::GameKind;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::args::{Variant, parse_option, seconds};
+use crate::args::{parse_option, seconds};
 
 /// Distillation from a UCI engine (Stockfish, Fairy-Stockfish).
 #[derive(Subcommand, Debug)]
@@ -43,7 +42,7 @@ pub struct GenCommand {
     pub engine: String,
     /// The game.
     #[arg(long, value_enum)]
-    pub variant: Variant,
+    pub variant: GameKind,
     /// Games the output holds when done (with --resume: the total, old ones included).
     #[arg(long)]
     pub games: usize,
@@ -156,11 +155,10 @@ impl GenCommand {
                 tracing::info!("removed {removed} temporary files an interrupted generation left");
             }
         };
-        let summary = match variant {
-            Variant::Capablanca => generate::<Capablanca>(&args, &on_event),
-            Variant::Chess => generate::<Chess>(&args, &on_event),
-            go => anyhow::bail!("distillation asks a UCI engine, which plays chess games, not {}", go.kind().name()),
-        };
+        if !variant.is_chess() {
+            anyhow::bail!("distillation asks a UCI engine, which plays chess games, not {variant}");
+        }
+        let summary = capa_rules::for_game!(variant, G => generate::<G>(&args, &on_event));
         bar.finish_and_clear();
         let summary = summary?;
         let seconds = summary.seconds.max(1e-9);

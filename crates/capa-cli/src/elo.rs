@@ -6,13 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use capa_net::GameKind;
 use capa_play::{
     Bracket, EloProbe, Ladder, MatchScore, MatchSettings, MoveLimit, Openings, Placement, UciPlayer, place, rate,
 };
 use capa_rules::Game;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
 
 use crate::args::{DeviceArgs, LimitArgs, parse_option, seconds};
 
@@ -95,23 +92,19 @@ impl EloCommand {
         }
         let (limit, timeout) = (self.limit.limit()?, seconds(self.timeout)?);
         let capa = std::env::current_exe().context("cannot find the capa executable to run the network with")?;
-        let (network, game) = UciPlayer::network(&capa, &self.net, self.device.spec())?;
+        let game = capa_net::read_net_config(&self.net).with_context(|| self.net.display().to_string())?.game;
+        let network = UciPlayer::network(&capa, &self.net, &self.device.child_args());
         let setup = |player: UciPlayer| player.with_limit(limit).with_timeout(timeout).with_processes(self.concurrency);
         let network = setup(network);
         if let Some(path) = &self.ladder {
             let ladder = Ladder::read(path)?;
-            return match game {
-                GameKind::Capablanca => self.place::<Capablanca>(network, &ladder, limit, timeout),
-                GameKind::Chess => self.place::<Chess>(network, &ladder, limit, timeout),
-                go => bail!("a ladder of UCI engines rates chess games, and the network plays {}", go.name()),
-            };
+            return capa_rules::for_game!(game, G => self.place::<G>(network, &ladder, limit, timeout));
+        }
+        if !game.is_chess() {
+            bail!("capa elo rates against UCI engines (chess games), and the network plays {game}");
         }
         let engine = setup(UciPlayer::command(&self.engine)?.with_options(self.options.iter().cloned()));
-        match game {
-            GameKind::Capablanca => self.rate::<Capablanca>(network, engine, limit),
-            GameKind::Chess => self.rate::<Chess>(network, engine, limit),
-            go => bail!("capa elo rates against UCI engines (chess games), and the network plays {}", go.name()),
-        }
+        capa_rules::for_game!(game, G => self.rate::<G>(network, engine, limit))
     }
 
     fn place<G: Game>(

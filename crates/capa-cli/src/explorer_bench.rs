@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use capa_gui::{Explorer, GameMeta, IndexBuilder, LISTED_GAMES};
-use capa_mcts::Rng;
-use capa_net::GameKind;
+use capa_rules::GameKind;
+use capa_rules::Rng;
 use capa_rules::{Color, Game, MoveList};
 
 /// What to generate and measure.

@@ -11,8 +11,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use capa_mcts::{CachedEvaluator, PLAY_PARALLEL_SIMS, SearchParams};
-use capa_net::{GameKind, NetEvaluator};
+use capa_net::NetEvaluator;
 use capa_play::{Player, SearchPlayer, Turn};
+use capa_rules::GameKind;
 use capa_rules::go::{Cell, Go, GoMove};
 use capa_rules::{Color, Game, History, MoveList};
 
@@ -240,7 +241,7 @@ impl<const N: usize> Engine<N> {
             SearchPlayer { name: "capa".to_string(), evaluator: &self.evaluator, simulations: self.playouts, params };
         self.searches += 1;
         let turn =
-            Turn { slot: 0, history: &self.history, seed: capa_mcts::mix(self.seed, self.searches), clock: None };
+            Turn { slot: 0, history: &self.history, seed: capa_rules::mix(self.seed, self.searches), clock: None };
         let answer = player.moves(&[turn])?.pop().expect("one answer per turn");
         let m = answer.played.map_err(|why| anyhow::anyhow!("the search failed: {why}"))?;
         if cleanup && m.is_pass() {

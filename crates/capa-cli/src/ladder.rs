@@ -3,11 +3,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use capa_play::{Ladder, PairPlayed, calibrate};
 use capa_rules::Game;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
 
 use crate::args::seconds;
 
@@ -46,11 +44,7 @@ impl LadderCommand {
         if self.fresh {
             ladder.matches.clear();
         }
-        match ladder.game.as_str() {
-            "capablanca" => self.calibrate::<Capablanca>(&mut ladder)?,
-            "chess" => self.calibrate::<Chess>(&mut ladder)?,
-            other => bail!("{}: game `{other}` is not one capa plays (capablanca, chess)", self.file.display()),
-        }
+        capa_rules::for_game!(ladder.game, G => self.calibrate::<G>(&mut ladder)?);
         for rung in &ladder.rungs {
             let (elo, low, high) =
                 (rung.elo.unwrap_or(f64::NAN), rung.low.unwrap_or(f64::NAN), rung.high.unwrap_or(f64::NAN));

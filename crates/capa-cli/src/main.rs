@@ -116,7 +116,7 @@ mod tests {
     use clap::CommandFactory;
 
     use super::*;
-    use crate::args::Variant;
+    use capa_rules::GameKind;
 
     /// Parses a command line; `~` inside a word stands for a space.
     fn parse(line: &str) -> Result<Cli, clap::Error> {
@@ -197,7 +197,7 @@ mod tests {
         let Command::Perft(perft) = parse("capa perft --variant chess --depth 2").unwrap().command else {
             panic!("not perft")
         };
-        assert_eq!((perft.position.variant, perft.depth, perft.divide), (Variant::Chess, 2, false));
+        assert_eq!((perft.position.variant, perft.depth, perft.divide), (GameKind::Chess, 2, false));
     }
 
     #[test]

@@ -2,20 +2,20 @@
 //! capa-play's, every player a UCI process.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_data::read_openings;
-use capa_net::GameKind;
 use capa_play::{
     GameEnd, GtpPlayer, MatchSettings, MoveLimit, Openings, Player, Sprt, SprtVerdict, UciPlayer, play_match,
 };
 use capa_rules::Game;
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::go::{Go9, Go13, Go19};
 
-use crate::args::{DeviceArgs, LimitArgs, Variant, parse_option, parse_sprt, seconds};
+use crate::args::{DeviceArgs, LimitArgs, parse_option, parse_sprt, seconds};
 
 /// Play games between two players and measure the Elo difference.
 ///
@@ -38,7 +38,7 @@ pub struct MatchCommand {
     pub limit: LimitArgs,
     /// The game, needed when neither player is a network.
     #[arg(long, value_enum)]
-    pub variant: Option<Variant>,
+    pub variant: Option<GameKind>,
     /// Openings, one per line: UCI moves from the start position, or a
     /// FEN optionally followed by `moves ...`; `#` starts a comment. They
     /// are used in turn, each for a pair of games.
@@ -93,31 +93,23 @@ impl MatchCommand {
         let (limit, timeout) = (self.limit.limit()?, seconds(self.timeout)?);
         let capa = std::env::current_exe().context("cannot find the capa executable to run networks with")?;
         let game = self.game()?;
-        if !game.is_chess() {
-            let MoveLimit::Nodes(playouts) = limit else {
-                bail!("a Go match takes --nodes (the networks' playouts per move); GTP engines set their own strength")
-            };
-            let player = |spec: &str| -> Result<GtpPlayer> {
-                let player = match network_file(spec) {
-                    Some(path) => GtpPlayer::network(&capa, path, playouts, self.device.spec())?.0,
-                    None => GtpPlayer::command(spec)?,
-                };
-                Ok(player.with_timeout(timeout))
-            };
-            if !(self.option_a.is_empty() && self.option_b.is_empty()) {
-                bail!("--option-a and --option-b set UCI options; a GTP engine takes its settings on its command line");
-            }
-            let (mut a, mut b) = (player(&self.a)?, player(&self.b)?);
-            return match game {
-                GameKind::Go9 => self.play::<Go9>(&mut a, &mut b, limit),
-                GameKind::Go13 => self.play::<Go13>(&mut a, &mut b, limit),
-                _ => self.play::<Go19>(&mut a, &mut b, limit),
-            };
+        match game {
+            GameKind::Capablanca => self.play_uci::<Capablanca>(&capa, limit, timeout),
+            GameKind::Chess => self.play_uci::<Chess>(&capa, limit, timeout),
+            GameKind::Go9 => self.play_gtp::<Go9>(&capa, limit, timeout),
+            GameKind::Go13 => self.play_gtp::<Go13>(&capa, limit, timeout),
+            GameKind::Go19 => self.play_gtp::<Go19>(&capa, limit, timeout),
         }
+    }
+
+    /// A match between UCI engines (networks through `capa uci`).
+    fn play_uci<G: Game>(&self, capa: &Path, limit: MoveLimit, timeout: Duration) -> Result<()> {
         let mut players = Vec::new();
         for (which, spec, options) in [("A", &self.a, &self.option_a), ("B", &self.b, &self.option_b)] {
-            let (player, _) = UciPlayer::from_spec(spec, &capa, self.device.spec())
-                .with_context(|| format!("player {which}: {spec}"))?;
+            let player = match network_file(spec) {
+                Some(path) => UciPlayer::network(capa, path, &self.device.child_args()),
+                None => UciPlayer::command(spec).with_context(|| format!("player {which}: {spec}"))?,
+            };
             players.push(
                 player
                     .with_options(options.iter().cloned())
@@ -127,18 +119,31 @@ impl MatchCommand {
             );
         }
         let [mut a, mut b] = <[UciPlayer; 2]>::try_from(players).map_err(|_| anyhow::anyhow!("two players"))?;
-        match game {
-            GameKind::Capablanca => {
-                a.start::<Capablanca>()?;
-                b.start::<Capablanca>()?;
-                self.play::<Capablanca>(&mut a, &mut b, limit)
-            }
-            _ => {
-                a.start::<Chess>()?;
-                b.start::<Chess>()?;
-                self.play::<Chess>(&mut a, &mut b, limit)
-            }
+        a.start::<G>()?;
+        b.start::<G>()?;
+        self.play::<G>(&mut a, &mut b, limit)
+    }
+
+    /// A Go match between GTP engines (networks through `capa gtp`).
+    fn play_gtp<G: Game>(&self, capa: &Path, limit: MoveLimit, timeout: Duration) -> Result<()>
+    where
+        GtpPlayer: Player<G>,
+    {
+        let MoveLimit::Nodes(playouts) = limit else {
+            bail!("a Go match takes --nodes (the networks' playouts per move); GTP engines set their own strength")
+        };
+        if !(self.option_a.is_empty() && self.option_b.is_empty()) {
+            bail!("--option-a and --option-b set UCI options; a GTP engine takes its settings on its command line");
         }
+        let player = |spec: &str| -> Result<GtpPlayer> {
+            let player = match network_file(spec) {
+                Some(path) => GtpPlayer::network(capa, path, playouts, &self.device.child_args()),
+                None => GtpPlayer::command(spec)?,
+            };
+            Ok(player.with_timeout(timeout))
+        };
+        let (mut a, mut b) = (player(&self.a)?, player(&self.b)?);
+        self.play::<G>(&mut a, &mut b, limit)
     }
 
     /// The game: the networks' (which must agree) and --variant's.
@@ -150,7 +155,7 @@ impl MatchCommand {
                 games.push(config.game);
             }
         }
-        Ok(match (games.as_slice(), self.variant.map(Variant::kind)) {
+        Ok(match (games.as_slice(), self.variant) {
             ([], None) => bail!("neither player is a network: say which game with --variant"),
             ([], Some(variant)) => variant,
             ([first, rest @ ..], variant) => {

@@ -56,7 +56,7 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     }
     let game =
         capa_net::read_net_config(&args.net).with_context(|| format!("cannot read {}", args.net.display()))?.game;
-    capa_net::for_game!(game, G => play::<G>(args))
+    capa_rules::for_game!(game, G => play::<G>(args))
 }
 
 fn play<G: NetGame>(args: &PlayArgs) -> Result<()> {

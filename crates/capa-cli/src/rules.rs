@@ -30,7 +30,7 @@ impl PerftCommand {
     /// # Errors
     /// A bad FEN, a closed stdout.
     pub fn run(self) -> Result<()> {
-        capa_net::for_game!(self.position.variant.kind(), G => run_perft(load::<G>(&self.position)?, self.depth, self.divide))
+        capa_rules::for_game!(self.position.variant, G => run_perft(load::<G>(&self.position)?, self.depth, self.divide))
     }
 }
 
@@ -50,7 +50,7 @@ impl LegalCommand {
     /// # Errors
     /// A bad FEN, a closed stdout.
     pub fn run(self) -> Result<()> {
-        capa_net::for_game!(self.position.variant.kind(), G => run_legal(&load::<G>(&self.position)?))
+        capa_rules::for_game!(self.position.variant, G => run_legal(&load::<G>(&self.position)?))
     }
 }
 

@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use capa_data::centipawns;
 use capa_mcts::{
-    CachedEvaluator, KldStop, Limits, MoveInfo, PLAY_PARALLEL_SIMS, Proof, Rng, SearchParams, SearchResult, StopReason,
-    Tree,
+    CachedEvaluator, KldStop, Limits, MoveInfo, PLAY_PARALLEL_SIMS, Proof, SearchParams, SearchResult, StopReason, Tree,
 };
-use capa_net::{BackendKind, DeviceSpec, GameKind, NetEvaluator, NetGame, Precision};
+use capa_net::{BackendKind, DeviceSpec, NetEvaluator, NetGame, Precision};
+use capa_rules::GameKind;
+use capa_rules::Rng;
 
 use crate::args::DeviceArgs;
 use capa_rules::capablanca::Capablanca;

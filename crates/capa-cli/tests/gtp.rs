@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use capa_net::GameKind;
 use capa_rules::Game;
+use capa_rules::GameKind;
 use capa_rules::go::Go9;
 
 use crate::{capa, locate, network, stderr, stdout};

@@ -1,7 +1,7 @@
 //! `capa match` between networks, against Fairy-Stockfish, and with broken
 //! players.
 
-use capa_net::GameKind;
+use capa_rules::GameKind;
 
 use crate::{capa, locate, network, scratch, script, stderr, stdout};
 

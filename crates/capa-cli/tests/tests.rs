@@ -6,13 +6,15 @@ use std::sync::OnceLock;
 
 use capa_net::burn::backend::Flex;
 use capa_net::burn::backend::flex::FlexDevice;
-use capa_net::{GameKind, Net, NetConfig, save_net};
+use capa_net::{Net, NetConfig, save_net};
+use capa_rules::GameKind;
 use capa_rules::{Game, History};
 
 mod distill;
 mod gtp;
 mod lc0;
 mod matches;
+mod tidy;
 mod uci;
 
 fn capa(args: &[&str]) -> Output {

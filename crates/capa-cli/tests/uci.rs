@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use crate::{is_legal_after, locate, network, script};
-use capa_net::GameKind;
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList};

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use capa_net::burn::backend::Flex;
 use capa_net::burn::backend::flex::FlexDevice;
-use capa_net::{GameKind, Net, NetConfig, save_net};
+use capa_net::{Net, NetConfig, save_net};
 use capa_rules::Game;
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_uci::{Go, UciEngine};
 

@@ -128,7 +128,7 @@ pub fn remove_stale_temporaries(directory: &Path) -> std::io::Result<usize> {
 
 /// Whether the writer of the temporary file `name` (written at `modified`)
 /// is gone: its process is not running here, or the file is an hour old.
-fn writer_gone(name: &str, modified: Option<std::time::SystemTime>) -> bool {
+pub fn writer_gone(name: &str, modified: Option<std::time::SystemTime>) -> bool {
     let age = modified.and_then(|m| m.elapsed().ok()).unwrap_or_default();
     if age > std::time::Duration::from_secs(3600) {
         return true;

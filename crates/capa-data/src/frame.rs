@@ -9,8 +9,6 @@ use flate2::Compression;
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 
-use crate::record::RecordError;
-
 /// Bodies larger than this are refused before they are inflated.
 const MAX_BODY: u64 = 64 << 20;
 
@@ -141,4 +139,23 @@ impl<'a> Reader<'a> {
         let bytes = self.take(len, what)?;
         String::from_utf8(bytes.to_vec()).map_err(|_| format_error(format!("the {what} is not UTF-8")))
     }
+}
+
+/// Why a record could not be read (or written).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The bytes are not a valid record.
+    #[error("{0}")]
+    Format(String),
+    /// Reading or writing the file failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Something is wrong with a record file.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        source: Box<RecordError>,
+    },
 }

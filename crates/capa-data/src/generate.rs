@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_mcts::{Rng, mix, random_opening};
 use capa_rules::{Game, History, MoveList};
+use capa_rules::{Rng, mix, random_opening};
 use capa_uci::{Go, UciEngine, position_command};
 
 use crate::{
@@ -296,7 +296,7 @@ fn worker<G: Game>(
 /// Starts the engine, set up for `G` and the generation; also its description.
 fn start_engine<G: Game>(args: &Generation) -> Result<(UciEngine, String)> {
     let mut engine = UciEngine::start_with_timeout(&args.engine, args.timeout)?;
-    engine.select_variant(G::NAME)?;
+    engine.select_variant(G::KIND)?;
     for (name, value) in [("Threads", "1".to_string()), ("Hash", args.hash.to_string())] {
         if engine.option(name).is_some() {
             engine.set_option(name, &value)?;

@@ -33,12 +33,15 @@ mod sgf_convert;
 mod spot_check;
 mod teacher;
 
-pub use atomic::{TEMPORARY_MARK, remove_stale_temporaries, rename_durably, write_atomically, write_new_atomically};
+pub use atomic::{
+    TEMPORARY_MARK, remove_stale_temporaries, rename_durably, write_atomically, write_new_atomically, writer_gone,
+};
+pub use frame::RecordError;
 pub use generate::{Generation, GenerationEvent, GenerationSummary, generate};
 pub use input::{InputError, input_files};
 pub use openings::{OpeningError, OpeningsError, parse_opening, read_openings};
 pub use pgn::{PgnTags, centipawns, q_from_centipawns, to_pgn, write_pgn};
-pub use record::{Ending, GameRecord, PlyRecord, RECORD_EXTENSION, RecordError, Resignation, SearchValues};
+pub use record::{Ending, GameRecord, PlyRecord, RECORD_EXTENSION, Resignation, SearchValues};
 pub use sgf::{Replay, SgfError, SgfGame, SgfMove, SgfResult, read_sgf, read_sgf_file};
 pub use sgf_convert::{ConvertOptions, ConvertSummary, Tactics, convert_sgf};
 pub use spot_check::{SpotExample, SpotSummary, spot_check};

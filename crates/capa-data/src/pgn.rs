@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use capa_rules::{Color, Game};
+use capa_rules::{Color, Game, GameKind};
 
 use crate::record::GameRecord;
 
@@ -79,7 +79,7 @@ pub fn write_pgn<G: Game>(
     tag("White", tags.white);
     tag("Black", tags.black);
     tag("Result", result);
-    if G::NAME != "chess" {
+    if G::KIND != GameKind::Chess {
         tag("Variant", G::NAME);
     }
     let fen = start.fen();

@@ -22,28 +22,9 @@ use std::path::Path;
 use capa_rules::{Color, Game, History, MoveList, Termination};
 
 use crate::atomic::write_atomically;
-use crate::frame::{Kind, Reader, format_error, put_str, put_varint};
+use crate::frame::{Kind, Reader, RecordError, format_error, put_str, put_varint};
 
 const KIND: Kind = Kind { magic: b"CAPAGAME", version: 1, name: "game record" };
-
-/// Why a record could not be read (or written).
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    /// The bytes are not a valid record.
-    #[error("{0}")]
-    Format(String),
-    /// Reading or writing the file failed.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// Something is wrong with a record file.
-    #[error("{}: {source}", path.display())]
-    File {
-        /// The file.
-        path: std::path::PathBuf,
-        /// What is wrong.
-        source: Box<RecordError>,
-    },
-}
 
 /// How a game ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use capa_mcts::Rng;
 use capa_rules::Game;
+use capa_rules::Rng;
 use capa_rules::go::{Cell, Go, GoMove, KoRule};
 
 use crate::record::{Ending, GameRecord, PlyRecord, RECORD_EXTENSION, Resignation, SearchValues};

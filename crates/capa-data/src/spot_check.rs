@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use capa_mcts::Rng;
 use capa_rules::Color;
+use capa_rules::Rng;
 use capa_rules::go::{Go, GoMove};
 
-use crate::record::{GameRecord, RecordError};
+use crate::frame::RecordError;
+use crate::record::GameRecord;
 use crate::sgf_convert::Tactics;
 
 /// One example: a full-search ply of a record.

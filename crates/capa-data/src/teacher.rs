@@ -24,11 +24,12 @@ use std::path::Path;
 use capa_rules::{Color, Game, History, MoveList};
 use capa_uci::UciScore;
 
+use crate::frame::RecordError;
 use crate::frame::{Kind, Reader, format_error, put_varint};
 use crate::q_from_centipawns;
 use crate::record::{
-    Ending, GameRecord, Header, PlyRecord, RecordError, Resignation, SearchValues, legal_move, read_file, read_header,
-    read_move, write_file, write_header,
+    Ending, GameRecord, Header, PlyRecord, Resignation, SearchValues, legal_move, read_file, read_header, read_move,
+    write_file, write_header,
 };
 
 const KIND: Kind = Kind { magic: b"CAPATEAC", version: 1, name: "teacher game" };

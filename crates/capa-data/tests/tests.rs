@@ -10,7 +10,7 @@ use capa_data::{
     Candidate, Ending, GameRecord, PlyRecord, RecordError, Resignation, SearchValues, TeacherGame,
     remove_stale_temporaries, write_new_atomically,
 };
-use capa_mcts::Rng;
+use capa_rules::Rng;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, History, MoveList, Termination};

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use capa_mcts::{CachedEvaluator, Limits, MoveInfo, SearchParams, SearchResult, StopReason, Tree};
-use capa_net::{DeviceSpec, GameKind, NetEvaluator, NetGame};
+use capa_net::{DeviceSpec, NetEvaluator, NetGame};
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, History};

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use capa_data::GameRecord;
 use capa_lc0::{PgnReader, SourceGame};
-use capa_net::GameKind;
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game};
@@ -110,10 +110,14 @@ fn read_pgn<R: BufRead>(
 
 /// The game a PGN game is of, from its `Variant` tag (none: chess).
 pub fn pgn_game_kind(game: &SourceGame) -> Result<GameKind, String> {
-    match game.tag("Variant").map(str::to_ascii_lowercase).as_deref() {
-        None | Some("standard" | "chess" | "normal") => Ok(GameKind::Chess),
-        Some("capablanca") => Ok(GameKind::Capablanca),
-        Some(other) => Err(format!("variant '{other}' is not a game capa plays")),
+    let variant = game.tag("Variant").map(str::to_ascii_lowercase);
+    match variant.as_deref() {
+        // PGN's names for standard chess.
+        None | Some("standard" | "normal") => Ok(GameKind::Chess),
+        Some(name) => match name.parse::<GameKind>() {
+            Ok(kind) if kind.is_chess() => Ok(kind),
+            _ => Err(format!("variant '{name}' is not a chess game capa plays")),
+        },
     }
 }
 

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail, ensure};
-use capa_net::GameKind;
+use capa_rules::GameKind;
 use capa_rules::{Color, Game};
 
 use crate::archive::GameMeta;
@@ -433,13 +433,14 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
         return Ok(Vec::new());
     }
     let fingerprint = sources.fingerprint()?;
-    let path =
-        |game: GameKind| index_dir.join(format!("{fingerprint:016x}-{}.explorer", crate::position::game_name(game)));
-    let kinds = [GameKind::Capablanca, GameKind::Chess];
+    let path = |game: GameKind| index_dir.join(format!("{fingerprint:016x}-{}.explorer", game.name()));
     let marker = index_dir.join(format!("{fingerprint:016x}.built"));
     if marker.exists() {
-        let opened: Result<Vec<Explorer>> =
-            kinds.iter().filter(|&&k| path(k).exists()).map(|&k| Explorer::open(&path(k), fingerprint)).collect();
+        let opened: Result<Vec<Explorer>> = GameKind::ALL
+            .into_iter()
+            .filter(|&k| path(k).exists())
+            .map(|k| Explorer::open(&path(k), fingerprint))
+            .collect();
         match opened {
             Ok(explorers) => return Ok(explorers),
             Err(e) => tracing::warn!("rebuilding the explorer index: {e:#}"),

@@ -2,7 +2,7 @@
 //! what the page draws of it: the placement, legal moves with their SAN,
 //! check and the game's end.
 
-use capa_net::GameKind;
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, History, MoveList};
@@ -10,18 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
 
-/// Which game a request is about: `capablanca` or `chess`.
+/// Which game a request is about: a chess game (`capablanca` or `chess`).
 pub fn parse_game(text: &str) -> Result<GameKind, ApiError> {
-    match text {
-        "capablanca" => Ok(GameKind::Capablanca),
-        "chess" => Ok(GameKind::Chess),
-        _ => Err(ApiError::bad(format!("unknown game '{text}': expected 'capablanca' or 'chess'"))),
+    let game: GameKind = text.parse().map_err(|e| ApiError::bad(format!("{e}")))?;
+    if !game.is_chess() {
+        return Err(ApiError::bad(format!("the GUI shows chess games, not {game}")));
     }
-}
-
-/// The name of `game` in requests and answers.
-pub fn game_name(game: GameKind) -> &'static str {
-    game.name()
+    Ok(game)
 }
 
 /// A position as requests name it.
@@ -116,7 +111,7 @@ pub fn view<G: Game>(game: GameKind, history: &History<G>) -> PositionView {
         reason: outcome.reason.to_string(),
     });
     PositionView {
-        game: game_name(game),
+        game: game.name(),
         fen: position.fen(),
         start_fen: history.start().fen(),
         files: game.files(),

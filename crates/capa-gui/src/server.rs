@@ -14,7 +14,8 @@ use axum::response::Html;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use capa_net::{GameKind, NetGame};
+use capa_net::NetGame;
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, History, MoveList};
@@ -27,7 +28,7 @@ use crate::analysis::{self, Evaluator, Network, Settings};
 use crate::archive::{self, GameMeta};
 use crate::error::ApiError;
 use crate::explorer::{Explorer, NO_MOVE};
-use crate::position::{self, PositionQuery, game_name};
+use crate::position::{self, PositionQuery};
 
 /// Analyses that may run at once, over all tabs.
 pub const MAX_SEARCHES: usize = 4;
@@ -91,13 +92,13 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> ApiResult<T> + Send 
 
 async fn info(State(state): State<Shared>) -> Json<Value> {
     let defaults = capa_mcts::SearchParams::default();
-    let network = state.network.as_ref().map(|n| json!({ "game": game_name(n.game()), "name": state.network_name }));
+    let network = state.network.as_ref().map(|n| json!({ "game": n.game().name(), "name": state.network_name }));
     let explorers: Vec<Value> = state
         .explorers
         .iter()
-        .map(|e| json!({ "game": game_name(e.game), "games": e.games(), "positions": e.positions() }))
+        .map(|e| json!({ "game": e.game.name(), "games": e.games(), "positions": e.positions() }))
         .collect();
-    let run = state.run.as_ref().map(|(run, game)| json!({ "location": run.location(), "game": game_name(*game) }));
+    let run = state.run.as_ref().map(|(run, game)| json!({ "location": run.location(), "game": *game.name() }));
     let game = state
         .network
         .as_ref()
@@ -107,7 +108,7 @@ async fn info(State(state): State<Shared>) -> Json<Value> {
         .unwrap_or(GameKind::Capablanca);
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "game": game_name(game),
+        "game": game.name(),
         "network": network,
         "explorers": explorers,
         "run": run,
@@ -196,8 +197,8 @@ fn network_for(state: &AppState, game: GameKind) -> ApiResult<Network> {
     if network.game() != game {
         return Err(ApiError::bad(format!(
             "the network plays {}, not {}: switch the board's game",
-            game_name(network.game()),
-            game_name(game)
+            network.game().name(),
+            game.name()
         )));
     }
     Ok(network)
@@ -319,7 +320,7 @@ fn explorer_for(state: &AppState, game: GameKind) -> ApiResult<usize> {
     state.explorers.iter().position(|e| e.game == game).ok_or_else(|| {
         ApiError::missing(format!(
             "no {} games to explore: start capa gui with --games FILES or --run DIR",
-            game_name(game)
+            game.name()
         ))
     })
 }
@@ -404,7 +405,7 @@ async fn explorer(
 /// A game's start, moves and players, for the board.
 fn game_json<G: Game>(kind: GameKind, start: &G, moves: &[G::Move], meta: &GameMeta) -> Value {
     json!({
-        "game": game_name(kind), "fen": start.fen(), "moves": uci_list::<G>(moves),
+        "game": kind.name(), "fen": start.fen(), "moves": uci_list::<G>(moves),
         "sans": position::sans(start, moves), "white": meta.white, "black": meta.black,
         "result": result_text(meta.result), "source": meta.source,
     })

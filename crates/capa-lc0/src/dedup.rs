@@ -26,7 +26,9 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::{V6Record, compress, read_game_file};
+use crate::files::{compress, numbered_path, read_game_file, v6_files};
+use crate::record::V6Record;
+use crate::rescore::prefer_rescored;
 
 /// Where and how [`dedup_files`] writes, and its window.
 #[derive(Clone, Debug)]
@@ -65,7 +67,7 @@ impl DedupJob {
     /// The path of the `number`-th output file (from 0):
     /// `<output_dir>/<name>-<k>/chunk_NNNNNN.gz`.
     pub fn chunk_path(&self, number: u64) -> PathBuf {
-        super::numbered_path(&self.output_dir, &self.name, self.files_per_dir, "chunk", number)
+        numbered_path(&self.output_dir, &self.name, self.files_per_dir, "chunk", number)
     }
 }
 
@@ -112,7 +114,7 @@ pub enum DedupError {
     Settings(String),
     /// An input does not exist or a folder cannot be listed.
     #[error(transparent)]
-    Input(#[from] super::InputError),
+    Input(#[from] capa_data::InputError),
     /// The inputs hold no `.gz` file.
     #[error("no .gz file in the inputs")]
     NoInput,
@@ -174,7 +176,7 @@ pub fn dedup_files(
     if first.exists() {
         return Err(DedupError::OutputExists { path: first });
     }
-    let files = super::prefer_rescored(super::v6_files(inputs)?);
+    let files = prefer_rescored(v6_files(inputs)?);
     if files.is_empty() {
         return Err(DedupError::NoInput);
     }

@@ -12,11 +12,11 @@ use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, History};
 use rayon::prelude::*;
 
-use super::convert::{play_moves, start_position};
-use super::engine::{EngineEvaluator, EnginePool, EngineSpec};
-use super::pgn::{PgnReader, SourceGame};
-use super::wdl::WdlModel;
-use super::{open_pgn, partial_path};
+use crate::convert::{play_moves, start_position};
+use crate::engine::{EngineEvaluator, EnginePool, EngineSpec};
+use crate::files::{open_pgn, partial_path};
+use crate::pgn::{PgnReader, SourceGame};
+use crate::wdl::WdlModel;
 use capa_uci::{UciError, UciScore};
 
 /// Which games are played out, and how.

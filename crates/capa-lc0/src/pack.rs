@@ -16,7 +16,8 @@ use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 
-use super::partial_path;
+use crate::files::partial_path;
+use crate::rescore::prefer_rescored;
 
 /// How an archive is compressed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -295,7 +296,7 @@ fn chunk_folders(source: &Path, output_dir: &Path) -> Result<Vec<(String, Vec<Me
             }
         }
         let kept: std::collections::BTreeSet<PathBuf> =
-            super::prefer_rescored(members.iter().map(|m| m.source.clone()).collect()).into_iter().collect();
+            prefer_rescored(members.iter().map(|m| m.source.clone()).collect()).into_iter().collect();
         members.retain(|m| kept.contains(&m.source));
         if !members.is_empty() {
             members.sort_by(|a, b| a.name.cmp(&b.name));

@@ -11,9 +11,9 @@ use shakmaty::zobrist::Zobrist64;
 use shakmaty::{EnPassantMode, Position};
 use shakmaty_syzygy::{AmbiguousWdl, Tablebase};
 
-use super::planes::decode_position;
-use super::record::V6Record;
-use super::{compress, read_game_file};
+use crate::files::{compress, read_game_file};
+use crate::planes::decode_position;
+use crate::record::V6Record;
 
 /// The most plies a tablebase line is followed to find a game's end.
 const MAX_LINE: usize = 1024;

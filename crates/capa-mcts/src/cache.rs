@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use capa_rules::Game;
 
 use crate::evaluator::{EvalError, Evaluations, Evaluator, LeafRequest, Value};
-use crate::rng::mix;
+use capa_rules::mix;
 
 /// An [`Evaluator`] that answers from a cache where it can and asks `inner`
 /// for the rest (each distinct position of a batch once).

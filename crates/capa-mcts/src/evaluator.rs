@@ -3,7 +3,7 @@
 
 use capa_rules::{Game, History, MoveList};
 
-use crate::rng::Rng;
+use capa_rules::Rng;
 
 /// How many positions, the leaf included, a request carries for the
 /// encoder's history planes.

@@ -19,43 +19,21 @@
 
 mod cache;
 mod driver;
+mod error;
 mod evaluator;
 mod node;
 mod params;
 mod result;
-mod rng;
 mod selfplay;
 mod tree;
 
-use capa_rules::Outcome;
-
 pub use cache::CachedEvaluator;
 pub use driver::search_many;
+pub use error::SearchError;
 pub use evaluator::{
     EvalError, Evaluations, Evaluator, HISTORY_LEN, LeafRequest, RandomEvaluator, UniformEvaluator, Value,
 };
 pub use params::{DirichletNoise, KldStop, MAX_PER_ROUND, MovesLeftUtility, PLAY_PARALLEL_SIMS, SearchParams};
 pub use result::{MoveInfo, Proof, SearchResult, StopReason};
-pub use rng::{Rng, mix};
-pub use selfplay::{PlayoutCap, Temperature, random_opening};
+pub use selfplay::{PlayoutCap, Temperature};
 pub use tree::{Limits, Tree};
-
-/// Why a search could not run or finish.
-#[derive(Debug, thiserror::Error)]
-pub enum SearchError {
-    /// A parameter is out of range.
-    #[error("invalid search parameter {0}")]
-    Params(String),
-    /// The game at the root is already over.
-    #[error("the game is over ({}): there is nothing to search", .0.reason)]
-    GameOver(Outcome),
-    /// A move that is not legal where it was given.
-    #[error("illegal move {0}")]
-    IllegalMove(String),
-    /// The evaluator failed.
-    #[error("the evaluator failed: {0}")]
-    Evaluator(crate::evaluator::EvalError),
-    /// The evaluator answered something the search cannot use.
-    #[error("the evaluator returned a bad evaluation: {0}")]
-    BadEvaluation(String),
-}

@@ -5,8 +5,7 @@ use std::cmp::Ordering;
 use capa_rules::Game;
 
 use crate::node::{Arena, NONE, Node};
-use crate::rng::Rng;
-use crate::tree::Tree;
+use capa_rules::Rng;
 
 /// Why a search ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,12 +135,20 @@ fn best_child(arena: &Arena, id: u32) -> Option<(usize, u32)> {
         })
 }
 
+/// What a tree says of its search besides its nodes, for [`SearchResult`].
+pub(crate) struct SearchSummary {
+    pub playouts: u32,
+    pub full_search: bool,
+    pub stop: StopReason,
+    pub kld_gain: Option<f64>,
+    pub nodes: usize,
+    pub bytes: usize,
+}
+
 impl<G: Game> SearchResult<G> {
-    pub(crate) fn build(tree: &Tree<G>) -> SearchResult<G> {
-        let arena = tree.arena();
-        let root_id = tree.root();
+    /// The result of the search below `root_id` in `arena`, from `position`.
+    pub(crate) fn build(arena: &Arena, root_id: u32, position: &G, summary: SearchSummary) -> SearchResult<G> {
         let root = &arena.nodes[root_id as usize];
-        let position = tree.history().current();
         let unvisited = Node::NEW;
         let mut ranked: Vec<(usize, &Node)> = (0..arena.edges(root_id).len())
             .map(|i| match arena.child(root_id, i) {
@@ -187,7 +194,7 @@ impl<G: Game> SearchResult<G> {
                 }
             })
             .collect();
-        let (playouts, full_search, stop, kld_gain) = tree.progress_summary();
+        let SearchSummary { playouts, full_search, stop, kld_gain, nodes, bytes } = summary;
         SearchResult {
             moves,
             visits: root.n,
@@ -198,8 +205,8 @@ impl<G: Game> SearchResult<G> {
             full_search,
             kld_gain,
             stop,
-            nodes: tree.node_count(),
-            bytes: tree.arena_bytes(),
+            nodes,
+            bytes,
         }
     }
 

@@ -1,30 +1,9 @@
 //! Self-play policy around the search: how much to search each move, and
 //! how randomly to play the result.
 
-use capa_rules::{Game, History, MoveList};
+use capa_rules::Rng;
 
-use crate::rng::Rng;
 use crate::tree::Limits;
-
-/// A game of `plies` uniformly random legal moves from the start position,
-/// to vary the openings of matches and evaluations. It stops a move short
-/// of any move that would end the game, so the result is always playable.
-pub fn random_opening<G: Game>(plies: u32, rng: &mut Rng) -> History<G> {
-    let mut history = History::new(G::startpos());
-    let mut legal = MoveList::new();
-    for _ in 0..plies {
-        history.current().legal_moves(&mut legal);
-        if legal.is_empty() {
-            break;
-        }
-        history.play(legal[(rng.next_u64() % legal.len() as u64) as usize]);
-        if history.outcome().is_some() {
-            history.undo();
-            break;
-        }
-    }
-    history
-}
 
 /// Temperature by move number: `initial`, decaying linearly to 0 over
 /// `decay_moves` (0: no decay), and `after_cutoff` from `cutoff_move` on.
@@ -89,23 +68,10 @@ impl PlayoutCap {
 
 #[cfg(test)]
 mod tests {
-    use capa_rules::capablanca::Capablanca;
-    use capa_rules::chess::Chess;
+    use capa_rules::Rng;
 
-    use super::{PlayoutCap, Temperature, random_opening};
-    use crate::rng::Rng;
+    use super::{PlayoutCap, Temperature};
     use crate::tree::Limits;
-
-    #[test]
-    fn random_openings_are_seeded_and_never_over() {
-        let opening = random_opening::<Capablanca>(8, &mut Rng::new(3));
-        assert_eq!(opening.moves().len(), 8);
-        assert_eq!(opening.moves(), random_opening::<Capablanca>(8, &mut Rng::new(3)).moves());
-        assert_ne!(opening.moves(), random_opening::<Capablanca>(8, &mut Rng::new(4)).moves());
-        for seed in 0..200 {
-            assert!(random_opening::<Chess>(40, &mut Rng::new(seed)).outcome().is_none());
-        }
-    }
 
     #[test]
     fn temperature_decays_and_cuts_off() {

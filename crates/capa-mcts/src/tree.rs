@@ -15,8 +15,8 @@ use crate::SearchError;
 use crate::evaluator::{Evaluations, HISTORY_LEN, LeafRequest};
 use crate::node::{Arena, Edge, NONE, Node, compress_prior};
 use crate::params::SearchParams;
-use crate::result::{SearchResult, StopReason};
-use crate::rng::Rng;
+use crate::result::{SearchResult, SearchSummary, StopReason};
+use capa_rules::Rng;
 
 /// When a search stops: at whichever limit comes first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -806,15 +806,16 @@ impl<G: Game> Tree<G> {
 
     /// The search's findings so far.
     pub fn result(&self) -> SearchResult<G> {
-        SearchResult::build(self)
-    }
-
-    pub(crate) fn arena(&self) -> &Arena {
-        &self.arena
-    }
-
-    pub(crate) fn root(&self) -> u32 {
-        self.root
+        let (playouts, full_search, stop, kld_gain) = self.progress_summary();
+        let summary = SearchSummary {
+            playouts,
+            full_search,
+            stop,
+            kld_gain,
+            nodes: self.node_count(),
+            bytes: self.arena_bytes(),
+        };
+        SearchResult::build(&self.arena, self.root, self.history().current(), summary)
     }
 
     pub(crate) fn progress_summary(&self) -> (u32, bool, StopReason, Option<f64>) {
@@ -1219,7 +1220,7 @@ mod tests {
     fn invariants_hold_over_random_searches() {
         use capa_rules::capablanca::Capablanca;
         fn run<G: Game>(seed: u64) {
-            let mut rng = crate::Rng::new(seed);
+            let mut rng = capa_rules::Rng::new(seed);
             let mut below = |n: u64| rng.next_u64() % n;
             let mut game = History::new(G::startpos());
             let mut moves = MoveList::new();

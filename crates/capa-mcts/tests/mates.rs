@@ -182,7 +182,7 @@ fn repetition_is_a_draw() {
     let mut lost = tree::<Chess>("k7/8/1K6/8/8/8/8/7R b - - 0 1", params());
     let result = search(&mut lost, &UniformEvaluator, 1_000);
     assert!(result.moves.iter().all(|m| matches!(m.proof, Proof::Loss { .. })));
-    assert_eq!(result.choose(1.0, &mut capa_mcts::Rng::new(1)), Some(result.best().unwrap().mv));
+    assert_eq!(result.choose(1.0, &mut capa_rules::Rng::new(1)), Some(result.best().unwrap().mv));
 }
 
 #[test]

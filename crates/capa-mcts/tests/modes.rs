@@ -181,7 +181,7 @@ fn bad_parameters_and_finished_games_are_errors() {
 #[test]
 fn temperature_draws_moves_by_visits() {
     let result = search(&mut tree::<Chess>(&Chess::startpos().fen(), params()), &RandomEvaluator, 2_000);
-    let mut rng = capa_mcts::Rng::new(9);
+    let mut rng = capa_rules::Rng::new(9);
     assert_eq!(result.choose(0.0, &mut rng), Some(result.best().unwrap().mv));
     let total: u32 = result.moves.iter().map(|m| m.visits).sum();
     let draws = 20_000;

@@ -4,91 +4,15 @@
 //! generic over it; [`with_backend`] picks the type from a [`DeviceSpec`]
 //! and runs a [`BackendTask`] monomorphised for it.
 
-use std::fmt;
-use std::str::FromStr;
+use burn::tensor::DType;
 
-use serde::{Deserialize, Serialize};
-
-use crate::NetError;
-use crate::ops::CapaAutodiffBackend;
+use crate::device::{BackendKind, DeviceSpec};
+use crate::error::NetError;
+use crate::ops::{CapaAutodiffBackend, CapaBackend};
+use crate::panics::quietly;
 use crate::precision::Precision;
 
-/// Which of burn's backends runs the network.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    /// burn's `flex` CPU backend (cargo feature `flex`, on by default).
-    Cpu,
-    /// WebGPU through Vulkan, Metal or DX12 (cargo feature `wgpu`).
-    Wgpu,
-    /// NVIDIA CUDA (cargo feature `cuda`).
-    Cuda,
-}
-
-impl BackendKind {
-    /// The cargo feature of capa-net that compiles this backend in.
-    pub fn feature(self) -> &'static str {
-        match self {
-            BackendKind::Cpu => "flex",
-            BackendKind::Wgpu => "wgpu",
-            BackendKind::Cuda => "cuda",
-        }
-    }
-
-    /// Whether this build has the backend.
-    pub fn compiled(self) -> bool {
-        match self {
-            BackendKind::Cpu => cfg!(feature = "flex"),
-            BackendKind::Wgpu => cfg!(feature = "wgpu"),
-            BackendKind::Cuda => cfg!(feature = "cuda"),
-        }
-    }
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            BackendKind::Cpu => "cpu",
-            BackendKind::Wgpu => "wgpu",
-            BackendKind::Cuda => "cuda",
-        })
-    }
-}
-
-impl FromStr for BackendKind {
-    type Err = NetError;
-
-    fn from_str(s: &str) -> Result<BackendKind, NetError> {
-        match s {
-            "cpu" => Ok(BackendKind::Cpu),
-            "wgpu" => Ok(BackendKind::Wgpu),
-            "cuda" => Ok(BackendKind::Cuda),
-            other => Err(NetError::Backend(format!("unknown backend `{other}`: use cpu, wgpu or cuda"))),
-        }
-    }
-}
-
-/// Where and how a network runs: a backend, the index of the device on
-/// it, and the float type of the arithmetic.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceSpec {
-    /// The backend.
-    pub backend: BackendKind,
-    /// The device's index among the backend's devices (0 for the CPU).
-    pub index: usize,
-    /// The forward (and backward) passes' float type.
-    pub precision: Precision,
-}
-
 impl DeviceSpec {
-    /// The CPU.
-    pub const CPU: DeviceSpec = DeviceSpec { backend: BackendKind::Cpu, index: 0, precision: Precision::F32 };
-
-    /// Device `index` of `backend`, in f32.
-    pub fn new(backend: BackendKind, index: usize) -> DeviceSpec {
-        DeviceSpec { backend, index, precision: Precision::F32 }
-    }
-
     /// The device for a log line, e.g. `wgpu:0, llvmpipe (CPU-type, Vulkan)`:
     /// for wgpu the adapter (a user with a GPU should not find the software
     /// one there), otherwise the spec itself.
@@ -108,9 +32,30 @@ impl DeviceSpec {
     }
 }
 
-impl fmt::Display for DeviceSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.backend, self.index)
+impl Precision {
+    /// Checks that `device` of backend `B` computes in this type.
+    ///
+    /// # Errors
+    /// [`NetError::Backend`] for half precision on the CPU backend (its
+    /// kernels are f32; half would only be slower) or on a device whose
+    /// runtime lacks the type, naming it and what to use instead.
+    pub fn check<B: CapaBackend>(self, device: &B::Device) -> Result<(), NetError> {
+        if self == Precision::F32 {
+            return Ok(());
+        }
+        if B::KIND == BackendKind::Cpu {
+            return Err(NetError::Backend(format!(
+                "precision `{self}` needs a GPU backend (wgpu or cuda): the CPU backend computes in f32"
+            )));
+        }
+        if !B::supports_dtype(device, DType::from(self.dtype())) {
+            return Err(NetError::Backend(format!(
+                "this device cannot compute in `{self}` (wgpu has no bf16; f16 needs the adapter's shader-f16 \
+                 feature): use precision f32{}",
+                if self == Precision::Bf16 { " or f16" } else { "" }
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -206,37 +151,6 @@ fn keep_freed_buffers() {
             }
         });
     }
-}
-
-/// Runs `f`, turning a panic into its message. The panic is not printed
-/// (nor its backtrace) unless `RUST_BACKTRACE` is set: the caller reports it
-/// as an error. Panics on other threads print as usual.
-pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
-    use std::cell::Cell;
-    thread_local! {
-        static QUIET: Cell<bool> = const { Cell::new(false) };
-    }
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(Cell::get) {
-                previous(info);
-            }
-        }));
-    });
-    let quiet = std::env::var_os("RUST_BACKTRACE").is_none();
-    let was = QUIET.with(|q| q.replace(quiet));
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    QUIET.with(|q| q.set(was));
-    result.map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or(panic.downcast_ref::<&str>().copied())
-            .unwrap_or("no reason given")
-            .to_string()
-    })
 }
 
 /// The names cudarc loads NVRTC by on Linux (its newest first).

@@ -1,119 +1,15 @@
 //! The architecture, as a plain struct that travels with every checkpoint.
 
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_rules::{Game, PolicyMap};
+use capa_rules::{GameKind, PolicyMap, for_game};
 use serde::{Deserialize, Serialize};
 
 use crate::NetError;
 use crate::encode::NetGame;
 
-/// Which game a network plays: fixes its input planes, board and policy width.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GameKind {
-    /// Capablanca chess, 10x8.
-    Capablanca,
-    /// Standard chess.
-    Chess,
-    /// Go on 9x9.
-    Go9,
-    /// Go on 13x13.
-    Go13,
-    /// Go on 19x19.
-    Go19,
-}
-
-/// Runs `$body` with `$game` the type of the game `$kind` names: one match
-/// for code that is generic over [`NetGame`] and runs for every game.
-///
-/// ```
-/// use capa_net::{GameKind, NetGame, for_game};
-/// let planes = for_game!(GameKind::Go9, G => G::PLANES);
-/// assert_eq!(planes, GameKind::Go9.planes());
-/// ```
-#[macro_export]
-macro_rules! for_game {
-    ($kind:expr, $game:ident => $body:expr) => {
-        match $kind {
-            $crate::GameKind::Capablanca => {
-                type $game = $crate::games::Capablanca;
-                $body
-            }
-            $crate::GameKind::Chess => {
-                type $game = $crate::games::Chess;
-                $body
-            }
-            $crate::GameKind::Go9 => {
-                type $game = $crate::games::Go9;
-                $body
-            }
-            $crate::GameKind::Go13 => {
-                type $game = $crate::games::Go13;
-                $body
-            }
-            $crate::GameKind::Go19 => {
-                type $game = $crate::games::Go19;
-                $body
-            }
-        }
-    };
-}
-
-impl GameKind {
-    /// Every game, in the order configs list them.
-    pub const ALL: [GameKind; 5] =
-        [GameKind::Capablanca, GameKind::Chess, GameKind::Go9, GameKind::Go13, GameKind::Go19];
-
-    /// Input planes per position.
-    pub fn planes(self) -> usize {
-        for_game!(self, G => G::PLANES)
-    }
-
-    /// Board height.
-    pub fn ranks(self) -> usize {
-        for_game!(self, G => G::RANKS)
-    }
-
-    /// Board width.
-    pub fn files(self) -> usize {
-        for_game!(self, G => G::FILES)
-    }
-
-    /// Squares (points, in Go): the transformer's tokens.
-    pub fn squares(self) -> usize {
-        self.ranks() * self.files()
-    }
-
-    /// The policy head's width.
-    pub fn policy_size(self) -> usize {
-        for_game!(self, G => G::policy_size())
-    }
-
-    /// A chess game's policy map (the convolutional policy head's moves);
-    /// `None` for Go, whose policy is the points and the pass.
-    pub fn policy_map(self) -> Option<&'static PolicyMap> {
-        match self {
-            GameKind::Capablanca => Some(Capablanca::policy_map()),
-            GameKind::Chess => Some(Chess::policy_map()),
-            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => None,
-        }
-    }
-
-    /// Whether this is a chess game (FEN, UCI, SAN; UCI engines play it).
-    pub fn is_chess(self) -> bool {
-        self.policy_map().is_some()
-    }
-
-    /// The name used in configs and, for chess games, by UCI (`UCI_Variant`).
-    pub fn name(self) -> &'static str {
-        for_game!(self, G => G::NAME)
-    }
-
-    /// Reads [`GameKind::name`].
-    pub fn from_name(name: &str) -> Option<GameKind> {
-        GameKind::ALL.into_iter().find(|kind| kind.name() == name)
-    }
+/// Input planes per position of `game`'s networks: the network's fact about
+/// a game, beside the rules' facts on [`GameKind`].
+pub fn input_planes(game: GameKind) -> usize {
+    for_game!(game, G => G::PLANES)
 }
 
 /// Channels of the policy and future-move heads' 1x1 convolution.
@@ -319,7 +215,7 @@ impl NetConfig {
         let scalar_head = |channels: usize, hidden: usize, outputs: usize| {
             linear(c, channels) + linear(channels * squares, hidden) + linear(hidden, outputs)
         };
-        9 * game.planes() * c
+        9 * input_planes(game) * c
             + norm
             + self.blocks * block
             + position_embedding
@@ -358,7 +254,7 @@ impl NetConfig {
             let (channels, hidden) = (channels as f64, hidden as f64);
             per_square(c, channels) + 2.0 * channels * squares * hidden + 2.0 * hidden * outputs
         };
-        per_square(9.0 * game.planes() as f64, c)
+        per_square(9.0 * input_planes(game) as f64, c)
             + self.blocks as f64 * block
             + self.transformer_blocks as f64 * transformer
             + policy_head

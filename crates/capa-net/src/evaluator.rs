@@ -17,8 +17,9 @@ use capa_mcts::{EvalError, Evaluations, Evaluator, LeafRequest, Value};
 use rayon::prelude::*;
 
 use crate::NetError;
-use crate::backend::{BackendTask, DeviceSpec, with_backend};
+use crate::backend::{BackendTask, with_backend};
 use crate::checkpoint::load_net;
+use crate::device::DeviceSpec;
 use crate::encode::{NetGame, encode_batch};
 use crate::model::{MOVES_LEFT_SCALE, Net};
 use crate::ops::{CapaAutodiffBackend, CapaBackend};

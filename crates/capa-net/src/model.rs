@@ -8,11 +8,11 @@
 //!        -> policy | WDL | moves-left | future move
 //! ```
 
-use burn::module::{ModuleVisitor, Param};
+use burn::module::{ModuleMapper, ModuleVisitor, Param};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
-use burn::tensor::DType;
 use burn::tensor::activation::{sigmoid, silu, softplus};
+use burn::tensor::{DType, FloatDType};
 
 use crate::config::{
     FfnKind, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, NetConfig, NormKind, POLICY_CHANNELS, PolicyHeadKind,
@@ -21,7 +21,7 @@ use crate::ops::{
     CapaBackend, biased_attention, channel_moments, conv_same, dense, layer_norm, mish, rms_norm, scale_shift_mish,
     swap_last_dims,
 };
-use crate::precision::in_dtype;
+use crate::precision::{Precision, in_dtype};
 
 /// Output layers start this small, so a fresh network gives near-uniform
 /// priors and a near-flat WDL.
@@ -477,7 +477,7 @@ impl<B: CapaBackend> Net<B> {
         }
         let channels = config.channels;
         let net = Net {
-            input_conv: conv3x3(config.game.planes(), channels, device),
+            input_conv: conv3x3(crate::input_planes(config.game), channels, device),
             input_norm: GroupNorm::new(config.groups, channels, device),
             blocks: (0..config.blocks).map(|_| ResBlock::new(config, device)).collect(),
             position_embedding: config
@@ -527,6 +527,27 @@ impl<B: CapaBackend> Net<B> {
             moves_left: softplus(f32(self.moves_left.forward(x.clone())), 1.0),
             future: if with_future { self.future.as_ref().map(|head| f32(head.forward(x))) } else { None },
         }
+    }
+}
+
+impl<B: CapaBackend> Net<B> {
+    /// The network with every weight cast to `precision` (the same
+    /// network for f32). Differentiable: on an autodiff backend the
+    /// gradients reach the original weights, in their type.
+    pub fn cast(self, precision: Precision) -> Net<B> {
+        if precision == Precision::F32 {
+            return self;
+        }
+        self.map(&mut Cast(precision.dtype()))
+    }
+}
+
+struct Cast(FloatDType);
+
+impl<B: Backend> ModuleMapper<B> for Cast {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        Param::from_mapped_value(id, tensor.cast(self.0), mapper)
     }
 }
 
@@ -641,7 +662,8 @@ mod tests {
     /// in tensor ops, from zero moments and from given ones.
     #[test]
     fn adamw_kernel_matches_the_tensor_op_update() {
-        use crate::ops::{AdamWStep, adamw_step_with_tensor_ops};
+        use crate::adamw::AdamWStep;
+        use crate::ops::adamw_step_with_tensor_ops;
         let step = AdamWStep {
             learning_rate: 3e-3,
             beta1: 0.9,
@@ -884,7 +906,7 @@ mod tests {
     #[test]
     fn every_architecture_option_has_its_shapes_and_gradients() {
         type Ad = burn::backend::Autodiff<Flex>;
-        let game = crate::GameKind::Chess;
+        let game = capa_rules::GameKind::Chess;
         let base =
             NetConfig { channels: 16, blocks: 1, groups: 4, heads: 2, transformer_blocks: 2, ..NetConfig::small(game) };
         let every = NetConfig {
@@ -923,7 +945,7 @@ mod tests {
             config.validate().unwrap();
             let net = Net::<Ad>::new(&config, &FlexDevice);
             assert_eq!(net.num_params(), config.parameter_count(), "{config:?}");
-            let planes = random([2, game.planes(), 8, 8]);
+            let planes = random([2, crate::input_planes(game), 8, 8]);
             let weights = [game.policy_size(), 3, 1, game.policy_size()]
                 .map(|width| Tensor::<Flex, 2>::random([2, width], Distribution::Normal(0.0, 1.0), &FlexDevice));
             // A scalar of every output, on either backend.
@@ -947,7 +969,7 @@ mod tests {
             net.visit(&mut visitor);
             assert!(visitor.checked > 0);
 
-            let direction = random([2, game.planes(), 8, 8]);
+            let direction = random([2, crate::input_planes(game), 8, 8]);
             let analytic: f32 = (input.grad(&grads).unwrap() * direction.clone()).sum().into_scalar();
             let inference = burn::module::AutodiffModule::valid(&net);
             let at = |step: f32| score(&inference, planes.clone() + direction.clone() * step, &weights).into_scalar();
@@ -1000,7 +1022,7 @@ mod tests {
     #[test]
     fn folded_residual_block_matches_the_plain_one() {
         type Ad = burn::backend::Autodiff<Flex>;
-        let config = NetConfig { channels: 16, groups: 4, ..NetConfig::small(crate::GameKind::Chess) };
+        let config = NetConfig { channels: 16, groups: 4, ..NetConfig::small(capa_rules::GameKind::Chess) };
         let block = ResBlock::<Ad>::new(&config, &FlexDevice);
         let x = random([2, 16, 8, 8]);
         let (x1, x2) =

@@ -12,15 +12,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use burn::module::{Module, ModuleMapper, Param};
 use burn::prelude::*;
 use burn::tensor::{DType, FloatDType};
 use serde::{Deserialize, Serialize};
 
-use crate::NetError;
-use crate::backend::BackendKind;
-use crate::model::Net;
-use crate::ops::CapaBackend;
+use crate::error::NetError;
 
 /// The float type of the network's arithmetic.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,31 +48,6 @@ impl Precision {
     pub(crate) fn scales_loss(self) -> bool {
         self == Precision::F16
     }
-
-    /// Checks that `device` of backend `B` computes in this type.
-    ///
-    /// # Errors
-    /// [`NetError::Backend`] for half precision on the CPU backend (its
-    /// kernels are f32; half would only be slower) or on a device whose
-    /// runtime lacks the type, naming it and what to use instead.
-    pub fn check<B: CapaBackend>(self, device: &B::Device) -> Result<(), NetError> {
-        if self == Precision::F32 {
-            return Ok(());
-        }
-        if B::KIND == BackendKind::Cpu {
-            return Err(NetError::Backend(format!(
-                "precision `{self}` needs a GPU backend (wgpu or cuda): the CPU backend computes in f32"
-            )));
-        }
-        if !B::supports_dtype(device, DType::from(self.dtype())) {
-            return Err(NetError::Backend(format!(
-                "this device cannot compute in `{self}` (wgpu has no bf16; f16 needs the adapter's shader-f16 \
-                 feature): use precision f32{}",
-                if self == Precision::Bf16 { " or f16" } else { "" }
-            )));
-        }
-        Ok(())
-    }
 }
 
 impl fmt::Display for Precision {
@@ -99,27 +70,6 @@ impl FromStr for Precision {
             "bf16" => Ok(Precision::Bf16),
             other => Err(NetError::Config(format!("unknown precision `{other}`: use f32, f16 or bf16"))),
         }
-    }
-}
-
-impl<B: CapaBackend> Net<B> {
-    /// The network with every weight cast to `precision` (the same
-    /// network for f32). Differentiable: on an autodiff backend the
-    /// gradients reach the original weights, in their type.
-    pub fn cast(self, precision: Precision) -> Net<B> {
-        if precision == Precision::F32 {
-            return self;
-        }
-        self.map(&mut Cast(precision.dtype()))
-    }
-}
-
-struct Cast(FloatDType);
-
-impl<B: Backend> ModuleMapper<B> for Cast {
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let (id, tensor, mapper) = param.consume();
-        Param::from_mapped_value(id, tensor.cast(self.0), mapper)
     }
 }
 

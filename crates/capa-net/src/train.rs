@@ -19,9 +19,10 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::NetError;
+use crate::adamw::AdamWStep;
 use crate::loss::{LossWeights, Targets, losses};
 use crate::model::Net;
-use crate::ops::{AdamWStep, CapaAutodiffBackend, CapaBackend};
+use crate::ops::{CapaAutodiffBackend, CapaBackend};
 use crate::precision::Precision;
 use crate::store::ParamPath;
 

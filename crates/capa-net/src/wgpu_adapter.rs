@@ -12,8 +12,8 @@ use std::task::{Context, Poll, Waker};
 use burn::backend::wgpu::graphics::{AutoGraphicsApi, GraphicsApi};
 use burn::backend::wgpu::{RuntimeOptions, WgpuDevice, init_setup};
 
-use crate::NetError;
-use crate::backend::quietly;
+use crate::error::NetError;
+use crate::panics::quietly;
 
 /// One adapter that wgpu lists.
 #[derive(Clone, Debug)]

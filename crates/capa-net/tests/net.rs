@@ -12,10 +12,11 @@ use burn::tensor::activation::softmax;
 use capa_mcts::{Evaluations, Evaluator, LeafRequest, Limits, SearchParams, Tree};
 use capa_net::burn;
 use capa_net::{
-    BackendKind, DeviceSpec, FfnKind, GameKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, NormKind,
+    BackendKind, DeviceSpec, FfnKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, NormKind,
     OptimizerKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into,
     read_net_info, save_checkpoint, save_net, slim_net, with_backend,
 };
+use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList};
@@ -59,7 +60,7 @@ fn scratch(name: &str) -> PathBuf {
 /// Positions from a seeded random game, with their planes.
 fn positions<G: NetGame>(count: usize, seed: u64) -> Vec<G> {
     let mut out = Vec::new();
-    let mut rng = capa_mcts::Rng::new(seed);
+    let mut rng = capa_rules::Rng::new(seed);
     let mut position = G::startpos();
     let mut moves = MoveList::new();
     while out.len() < count {
@@ -116,9 +117,10 @@ fn values<const D: usize>(t: Tensor<Infer, D>) -> Vec<f32> {
 #[test]
 fn output_shapes_for_both_games() {
     for (game, planes_per_position) in [(GameKind::Capablanca, 139), (GameKind::Chess, 112)] {
-        assert_eq!(game.planes(), planes_per_position);
+        assert_eq!(capa_net::input_planes(game), planes_per_position);
         let net = Net::<Infer>::new(&tiny(game), &FlexDevice);
-        let input = Tensor::<Infer, 4>::zeros([3, game.planes(), game.ranks(), game.files()], &FlexDevice);
+        let input =
+            Tensor::<Infer, 4>::zeros([3, capa_net::input_planes(game), game.ranks(), game.files()], &FlexDevice);
         let out = net.forward(input, true);
         assert_eq!(out.policy.dims(), [3, game.policy_size()]);
         assert_eq!(out.wdl.dims(), [3, 3]);
@@ -272,7 +274,7 @@ fn bad_files_are_errors_that_name_the_file() {
 
     // Damage anywhere in the file: an error or (for a flipped bit in a weight)
     // a network, never a panic.
-    let mut rng = capa_mcts::Rng::new(0x9E37_79B9_7F4A_7C15);
+    let mut rng = capa_rules::Rng::new(0x9E37_79B9_7F4A_7C15);
     for _ in 0..300 {
         let state = rng.next_u64();
         let mut damaged = bytes.clone();

@@ -25,10 +25,11 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use capa_net::burn;
 use capa_net::{
-    AdamWStep, BackendKind, BackendTask, CapaAutodiffBackend, CapaBackend, DeviceSpec, FfnKind, GameKind, Net,
-    NetConfig, NetGame, NormKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_net, losses, save_net,
+    AdamWStep, BackendKind, BackendTask, CapaAutodiffBackend, CapaBackend, DeviceSpec, FfnKind, Net, NetConfig,
+    NetGame, NormKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_net, losses, save_net,
     with_backend,
 };
+use capa_rules::GameKind;
 use capa_rules::MoveList;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -48,7 +49,7 @@ fn gpu() -> DeviceSpec {
 type Values = BTreeMap<String, Vec<f32>>;
 
 /// Host data from a seeded generator: the same on both backends.
-struct HostRng(capa_mcts::Rng);
+struct HostRng(capa_rules::Rng);
 
 impl HostRng {
     fn normal(&mut self, len: usize, mean: f32, spread: f32) -> Vec<f32> {
@@ -126,7 +127,7 @@ impl BackendTask for Ops {
     type Output = Values;
 
     fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Values {
-        let mut rng = HostRng(capa_mcts::Rng::new(self.seed));
+        let mut rng = HostRng(capa_rules::Rng::new(self.seed));
         let mut out = Values::new();
         let mut random = |shape: &[usize], mean: f32, spread: f32| rng.normal(shape.iter().product(), mean, spread);
 
@@ -142,7 +143,7 @@ impl BackendTask for Ops {
                 $(out.insert(format!("{} d{}", $name, stringify!($input)), values($input.grad(&gradients).unwrap()));)+
             }};
         }
-        let mut weights_rng = HostRng(capa_mcts::Rng::new(self.seed ^ 0x5eed));
+        let mut weights_rng = HostRng(capa_rules::Rng::new(self.seed ^ 0x5eed));
         let mut weights = |dims: &[usize]| weights_rng.normal(dims.iter().product(), 0.0, 1.0);
 
         let shape = [2, 6, 8, 10];
@@ -308,7 +309,7 @@ struct Batch {
 }
 
 fn batch<G: NetGame>(rows: usize, seed: u64) -> Batch {
-    let mut rng = HostRng(capa_mcts::Rng::new(seed));
+    let mut rng = HostRng(capa_rules::Rng::new(seed));
     let size = G::policy_size();
     let mut b = Batch {
         planes: Vec::new(),
@@ -407,7 +408,7 @@ impl BackendTask for Step {
         let mut out = Values::new();
         let net = load_net::<B>(&self.weights, &device).unwrap();
         let game = net.config().game;
-        let dims = [self.batch.rows, game.planes(), game.ranks(), game.files()];
+        let dims = [self.batch.rows, capa_net::input_planes(game), game.ranks(), game.files()];
         let planes = tensor::<B, 4>(&self.batch.planes, dims, &device);
         let targets = self.batch.targets::<B>(game, &device);
 

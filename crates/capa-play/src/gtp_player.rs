@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use capa_net::{DeviceSpec, GameKind};
 use capa_rules::go::Go;
 use capa_rules::{Color, Game};
 use capa_uci::GtpEngine;
@@ -39,28 +38,16 @@ impl GtpPlayer {
     }
 
     /// The Go network file `net` played by `capa gtp` (`capa` is the
-    /// executable) with `playouts` per move on `device`, named by the
-    /// file's stem; also the game it plays.
-    ///
-    /// # Errors
-    /// A file that is no network.
-    pub fn network(capa: &Path, net: &Path, playouts: u64, device: DeviceSpec) -> Result<(GtpPlayer, GameKind)> {
-        let config = capa_net::read_net_config(net).with_context(|| net.display().to_string())?;
+    /// executable; `device_args` are its flags for the device, such as
+    /// `--backend cpu`) with `playouts` per move, named by the file's stem.
+    pub fn network(capa: &Path, net: &Path, playouts: u64, device_args: &[String]) -> GtpPlayer {
         let name = net.file_stem().map_or_else(|| net.display().to_string(), |s| s.to_string_lossy().into_owned());
-        let args = [
-            "gtp".to_string(),
-            "--net".to_string(),
-            net.to_string_lossy().into_owned(),
-            "--playouts".to_string(),
-            playouts.to_string(),
-            "--backend".to_string(),
-            device.backend.to_string(),
-            "--device".to_string(),
-            device.index.to_string(),
-            "--precision".to_string(),
-            device.precision.to_string(),
-        ];
-        Ok((GtpPlayer::new(name, capa.to_path_buf(), args.to_vec()), config.game))
+        let args = ["gtp".to_string(), "--net".to_string(), net.to_string_lossy().into_owned()]
+            .into_iter()
+            .chain(["--playouts".to_string(), playouts.to_string()])
+            .chain(device_args.iter().cloned())
+            .collect();
+        GtpPlayer::new(name, capa.to_path_buf(), args)
     }
 
     fn new(name: String, program: PathBuf, args: Vec<String>) -> GtpPlayer {

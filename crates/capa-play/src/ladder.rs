@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use capa_data::write_atomically;
-use capa_rules::Game;
+use capa_rules::{Game, GameKind};
 use serde::{Deserialize, Serialize};
 
 use crate::elo::{Bisection, MatchScore, Pairing, fit_ratings};
@@ -26,7 +26,7 @@ use crate::uci_player::{MoveLimit, UciPlayer};
 #[serde(deny_unknown_fields)]
 pub struct Ladder {
     /// The game, as the engines' `UCI_Variant` names it (`capablanca`, `chess`).
-    pub game: String,
+    pub game: GameKind,
     /// The engine command of every rung that names none.
     pub engine: String,
     /// The rung whose Elo is fixed.
@@ -123,6 +123,9 @@ impl Ladder {
 
     /// Whether the rungs, anchor and matches hold together.
     fn check(&self) -> Result<()> {
+        if !self.game.is_chess() {
+            bail!("a ladder of UCI engines rates chess games, not {}", self.game);
+        }
         if self.rungs.len() < 2 {
             bail!("a ladder needs at least two rungs, not {}", self.rungs.len());
         }
@@ -247,7 +250,7 @@ impl Ladder {
     /// # Errors
     /// A ladder for another game.
     pub fn check_game<G: Game>(&self) -> Result<()> {
-        if self.game != G::NAME {
+        if self.game.name() != G::NAME {
             bail!("the ladder is for {}, not {}", self.game, G::NAME);
         }
         Ok(())

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use capa_data::{PgnTags, write_atomically, write_pgn};
-use capa_mcts::{Rng, mix, random_opening};
 use capa_rules::{Color, Game, History};
+use capa_rules::{Rng, mix, random_opening};
 
 use crate::elo::{MatchScore, Sprt};
 use crate::player::{Clock, Player, Turn};

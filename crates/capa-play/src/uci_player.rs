@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_net::{DeviceSpec, GameKind};
-use capa_rules::{Game, History};
+use capa_rules::{Game, GameKind, History};
 use capa_uci::{DEFAULT_TIMEOUT, Go, OptionKind, UciEngine, position_command};
 
 use crate::player::{Answer, Player, Turn};
@@ -52,7 +51,7 @@ struct Launch {
 }
 
 impl Launch {
-    fn start(&self, variant: &str) -> Result<UciEngine> {
+    fn start(&self, variant: GameKind) -> Result<UciEngine> {
         let mut engine = UciEngine::launch(&self.program, &self.args, self.timeout)?;
         engine.select_variant(variant)?;
         for (name, value) in &self.options {
@@ -88,36 +87,15 @@ impl UciPlayer {
     }
 
     /// The network file `net` played by `capa uci` (`capa` is the
-    /// executable) on `device`, named by the file's stem; also the game it
-    /// plays.
-    ///
-    /// # Errors
-    /// A file that is no network.
-    pub fn network(capa: &Path, net: &Path, device: DeviceSpec) -> Result<(UciPlayer, GameKind)> {
-        let config = capa_net::read_net_config(net).with_context(|| net.display().to_string())?;
+    /// executable; `device_args` are its flags for the device, such as
+    /// `--backend cpu`), named by the file's stem.
+    pub fn network(capa: &Path, net: &Path, device_args: &[String]) -> UciPlayer {
         let name = net.file_stem().map_or_else(|| net.display().to_string(), |s| s.to_string_lossy().into_owned());
-        let args = ["uci", "--net", &net.to_string_lossy(), "--backend", &device.backend.to_string()]
+        let args = ["uci".to_string(), "--net".to_string(), net.to_string_lossy().into_owned()]
             .into_iter()
-            .map(String::from)
-            .chain(["--device".to_string(), device.index.to_string()])
-            .chain(["--precision".to_string(), device.precision.to_string()])
+            .chain(device_args.iter().cloned())
             .collect();
-        Ok((UciPlayer::new(name, capa.to_path_buf(), args), config.game))
-    }
-
-    /// A player spec as `capa match` takes it: a network file
-    /// (`.safetensors`, run by `capa` as `capa uci`) or an engine command;
-    /// the network's game, if it is one.
-    ///
-    /// # Errors
-    /// An empty command or a file that is no network.
-    pub fn from_spec(spec: &str, capa: &Path, device: DeviceSpec) -> Result<(UciPlayer, Option<GameKind>)> {
-        let path = Path::new(spec);
-        if path.is_file() && path.extension().is_some_and(|e| e == "safetensors") {
-            let (player, game) = UciPlayer::network(capa, path, device)?;
-            return Ok((player, Some(game)));
-        }
-        Ok((UciPlayer::command(spec)?, None))
+        UciPlayer::new(name, capa.to_path_buf(), args)
     }
 
     /// The engine `command` started for `G`, its strength limited (at its
@@ -192,7 +170,7 @@ impl UciPlayer {
     /// The engine cannot start, play `G` or take its options.
     pub fn start<G: Game>(&mut self) -> Result<()> {
         if self.processes[0].is_none() {
-            let engine = self.launch.start(G::NAME).with_context(|| format!("cannot start {}", self.name))?;
+            let engine = self.launch.start(G::KIND).with_context(|| format!("cannot start {}", self.name))?;
             self.processes[0] = Some(engine);
         }
         Ok(())
@@ -290,7 +268,7 @@ impl<G: Game> Player<G> for UciPlayer {
                     mine.into_iter()
                         .map(|t| {
                             if process.is_none() {
-                                let engine = launch.start(G::NAME).with_context(|| format!("cannot start {name}"))?;
+                                let engine = launch.start(G::KIND).with_context(|| format!("cannot start {name}"))?;
                                 *process = Some(engine);
                             }
                             Ok((t, answer(process, &turns[t], limit)))

@@ -14,7 +14,7 @@ use shakmaty::{CastlingMode, EnPassantMode, FromSetup, Position, PositionErrorKi
 
 use crate::game::{chess_like_outcome, ply_from_fullmove};
 use crate::notation::{check_castling_letters, split_fen, split_uci};
-use crate::{Color, FenError, FenErrorKind, Game, MoveError, MoveList, Outcome, PolicyMap};
+use crate::{Color, FenError, FenErrorKind, Game, GameKind, MoveError, MoveList, Outcome, PolicyMap};
 
 static POLICY: LazyLock<PolicyMap> = LazyLock::new(|| PolicyMap::build(8, 8, &['q', 'r', 'b']));
 
@@ -166,7 +166,7 @@ fn position_error(kinds: PositionErrorKinds, fen: &str, pieces: &[(usize, usize,
 impl Game for Chess {
     type Move = ChessMove;
 
-    const NAME: &'static str = "chess";
+    const KIND: GameKind = GameKind::Chess;
     const FILES: usize = 8;
     const RANKS: usize = 8;
 

@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::Color;
+use crate::color::Color;
 
 /// A FEN that could not be turned into a position.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]

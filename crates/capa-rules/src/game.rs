@@ -4,46 +4,9 @@ use std::fmt::{Debug, Display};
 use std::hash::Hash;
 use std::ops::Deref;
 
-use crate::{FenError, MoveError};
-
-/// A side. In chess games `White` moves first; in Go `Black` does.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Color {
-    /// Chess: moves first, plays up the board. Go: the white stones.
-    White = 0,
-    /// Chess: moves second, plays down the board. Go: the black stones, first to move.
-    Black = 1,
-}
-
-impl Color {
-    /// Both colors, white first.
-    pub const ALL: [Color; 2] = [Color::White, Color::Black];
-
-    /// `0` for white, `1` for black: an index into per-color arrays.
-    #[inline]
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The `w` or `b` of a FEN's side-to-move field.
-    pub const fn fen_char(self) -> char {
-        match self {
-            Color::White => 'w',
-            Color::Black => 'b',
-        }
-    }
-}
-
-impl std::ops::Not for Color {
-    type Output = Color;
-    #[inline]
-    fn not(self) -> Color {
-        match self {
-            Color::White => Color::Black,
-            Color::Black => Color::White,
-        }
-    }
-}
+use crate::color::Color;
+use crate::error::{FenError, MoveError};
+use crate::kind::GameKind;
 
 /// How a finished game ended for one player.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -216,9 +179,11 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// Fairy-Stockfish's `f1i1` for castling), a GTP vertex for Go (`D4`, `pass`).
     type Move: Copy + Eq + Hash + Send + Sync + Debug + Display;
 
+    /// Which game this is.
+    const KIND: GameKind;
     /// The game's name in configs; for chess games as UCI engines spell it
     /// (`UCI_Variant`): `capablanca`, `chess`, `go9`, `go13`, `go19`.
-    const NAME: &'static str;
+    const NAME: &'static str = Self::KIND.name();
     /// Board width.
     const FILES: usize;
     /// Board height.

@@ -22,7 +22,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::game::{GameResult, Outcome, Termination};
-use crate::{Color, FenError, FenErrorKind, Game, MoveError, MoveList};
+use crate::{Color, FenError, FenErrorKind, Game, GameKind, MoveError, MoveList};
 
 /// Go on 9x9.
 pub type Go9 = Go<9>;
@@ -607,20 +607,20 @@ fn neighbours<const N: usize>(point: usize) -> impl Iterator<Item = usize> {
     .flatten()
 }
 
-/// The variant name for each board size.
-const fn name_for(size: usize) -> &'static str {
+/// The game for each board size; Go is played on 9x9, 13x13 and 19x19.
+const fn kind_for(size: usize) -> GameKind {
     match size {
-        9 => "go9",
-        13 => "go13",
-        19 => "go19",
-        _ => "go",
+        9 => GameKind::Go9,
+        13 => GameKind::Go13,
+        19 => GameKind::Go19,
+        _ => panic!("Go is played on 9x9, 13x13 or 19x19"),
     }
 }
 
 impl<const N: usize> Game for Go<N> {
     type Move = GoMove<N>;
 
-    const NAME: &'static str = name_for(N);
+    const KIND: GameKind = kind_for(N);
     const FILES: usize = N;
     const RANKS: usize = N;
 

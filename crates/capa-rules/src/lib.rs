@@ -6,11 +6,15 @@
 //! out, and the move's index in the game's [`PolicyMap`]. [`History`] adds the
 //! earlier positions of a game (repetition, ply cap, the network's history).
 //!
-//! Two games implement it:
+//! Three games implement it, and [`GameKind`] names them (the one list of
+//! games in capa; [`for_game!`] turns a value into the game's type):
 //! - [`capablanca::Capablanca`]: 10x8 with archbishop and chancellor, on u128
 //!   bitboards, with Fairy-Stockfish's FEN and UCI conventions.
 //! - [`chess::Chess`]: standard chess through shakmaty, with Lc0's 1858-entry
 //!   policy map.
+//! - [`go::Go`]: Go on 9x9, 13x13 and 19x19, area scoring with komi.
+//!
+//! [`Rng`] and [`mix`] are the seeded randomness every crate shares.
 //!
 //! ```
 //! use capa_rules::{Game, History, MoveList, capablanca::Capablanca};
@@ -29,23 +33,25 @@
 
 pub mod capablanca;
 pub mod chess;
+mod color;
 mod error;
+mod facts;
 mod game;
 pub mod go;
+mod hash;
 mod history;
+mod kind;
 mod notation;
 mod perft;
 mod policy;
+mod rng;
 
+pub use color::Color;
 pub use error::{FenError, FenErrorKind, MoveError, MoveListError};
-pub use game::{Color, Game, GameResult, MoveList, Outcome, Termination};
+pub use game::{Game, GameResult, MoveList, Outcome, Termination};
+pub use hash::fnv1a;
 pub use history::History;
+pub use kind::{GameKind, UnknownGame};
 pub use perft::{divide, perft};
 pub use policy::{PolicyMap, PolicyMove};
-
-/// FNV-1a, 64 bits: a stable hash of bytes, for names and splits that must
-/// never change between runs or machines (not for hash tables: see the
-/// Zobrist keys for positions).
-pub fn fnv1a<'a>(bytes: impl IntoIterator<Item = &'a u8>) -> u64 {
-    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
-}
+pub use rng::{Rng, mix, random_opening};

@@ -217,7 +217,7 @@ mod tests {
     /// FNV-1a over the entries written as UCI and joined by `\n`.
     fn fingerprint(map: &PolicyMap) -> u64 {
         let text: Vec<String> = (0..map.len()).map(|i| map.uci(i).unwrap()).collect();
-        crate::fnv1a(text.join("\n").as_bytes())
+        crate::hash::fnv1a(text.join("\n").as_bytes())
     }
 
     #[test]

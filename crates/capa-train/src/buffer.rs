@@ -9,8 +9,9 @@
 use std::collections::VecDeque;
 
 use capa_data::{GameRecord, PlyRecord};
-use capa_mcts::{HISTORY_LEN, Rng};
+use capa_mcts::HISTORY_LEN;
 use capa_net::NetGame;
+use capa_rules::Rng;
 use capa_rules::{Color, History, MoveList};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

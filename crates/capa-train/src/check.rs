@@ -3,18 +3,22 @@
 //! network file against the hash it is named by, a metrics line for each
 //! committed iteration and no other, every game file whole, each game
 //! trained on by one iteration at most (the ledgers), no gap in a worker's
-//! game numbers and none used twice, and no temporary file left behind.
+//! game numbers and none used twice. Temporary files are reported, not
+//! counted as problems: each is a write in progress or one whose writer
+//! died, never a damaged file (every write lands whole, by a rename), and
+//! the trainer's next start removes the dead writers' ones.
 
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
-use capa_data::GameRecord;
-use capa_net::{NetGame, for_game, read_net_config};
+use capa_data::{GameRecord, writer_gone};
+use capa_net::{NetGame, read_net_config};
+use capa_rules::for_game;
 
 use crate::commit::{network_hash, read_latest};
 use crate::config::RunConfig;
 use crate::games::{file_name, list_games, read_ledgers};
-use crate::metrics::METRICS;
+use crate::keys::METRICS;
 use crate::rundir::RunDir;
 
 /// What [`check`] found.
@@ -30,18 +34,22 @@ pub struct CheckReport {
     pub networks: usize,
     /// What is wrong, one line each.
     pub problems: Vec<String>,
+    /// What is worth knowing and not wrong (temporary files), one line each.
+    pub notes: Vec<String>,
 }
 
 impl CheckReport {
     /// The summary line.
     pub fn summary(&self) -> String {
         format!(
-            "committed iterations: {}; game files: {} ({} trained on, {} not yet); networks: {} checked; problems: {}",
+            "committed iterations: {}; game files: {} ({} trained on, {} not yet); networks: {} checked; notes: {}; \
+             problems: {}",
             self.committed,
             self.games,
             self.trained_on,
             self.games - self.trained_on.min(self.games),
             self.networks,
+            self.notes.len(),
             self.problems.len()
         )
     }
@@ -180,9 +188,13 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
             problems.push(format!("worker {worker}: games {twice:?} written twice (two workers of one name?)"));
         }
     }
-    // Nothing half-written left behind.
-    for key in dir.temporaries()? {
-        problems.push(format!("{key}: a temporary file left behind"));
+    for entry in dir.temporaries()? {
+        let name = entry.key.rsplit('/').next().unwrap_or(&entry.key);
+        report.notes.push(if writer_gone(name, Some(entry.modified)) {
+            format!("{}: a temporary file its writer left when it died; the trainer's next start removes it", entry.key)
+        } else {
+            format!("{}: a temporary file being written", entry.key)
+        });
     }
     Ok(report)
 }

@@ -45,9 +45,10 @@ pub enum Command {
     /// Check the run: the commit point and its checkpoint, every network
     /// file against the hash it is named by, a metrics line for each
     /// committed iteration, every game file whole, no game trained on
-    /// twice, no gap or repeat in a worker's game numbers, no temporary
-    /// file left.
-    /// Prints each problem and a summary; exits 1 when there is one.
+    /// twice, no gap or repeat in a worker's game numbers.
+    /// Prints each problem, a note for each temporary file (a write in
+    /// progress, or a dead writer's, which the trainer's next start
+    /// removes), and a summary; exits 1 when there is a problem.
     Check(RunArgs),
     /// Break the run lock of a trainer that is gone. On an object store,
     /// removes the trainer's lease (`LOCK`), unless its holder is a

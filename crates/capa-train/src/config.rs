@@ -6,9 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use capa_net::{
-    BackendKind, DeviceSpec, FfnKind, GameKind, NetConfig, NormKind, PolicyHeadKind, Precision, TrainConfig,
-};
+use capa_net::{BackendKind, DeviceSpec, FfnKind, NetConfig, NormKind, PolicyHeadKind, Precision, TrainConfig};
+use capa_rules::GameKind;
 use serde::{Deserialize, Serialize};
 
 use crate::buffer::{Sampling, ValueTarget};

@@ -11,8 +11,9 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, for_game, load_net, with_backend};
+use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, load_net, with_backend};
 use capa_rules::Color;
+use capa_rules::for_game;
 
 use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;

@@ -27,13 +27,13 @@ use capa_data::{GameRecord, PolicyTarget, RECORD_EXTENSION, TEACHER_EXTENSION, T
 use capa_net::{CapaAutodiffBackend, CapaBackend, MOVES_LEFT_SCALE, Net, NetGame, burn, load_net};
 use serde::Serialize;
 
-use crate::Finish;
 use crate::buffer::{HostBatch, ReplayBuffer, Sampling, ValueTarget};
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::evaluate::{Evaluation, evaluate_if_due};
+use crate::finish::Finish;
 use crate::games::{file_name, list_games, read_game};
-use crate::metrics::METRICS;
+use crate::keys::METRICS;
 use crate::progress::progress;
 use crate::rundir::RunDir;
 use crate::steps::{MEASURE_BATCH, MeanLosses, TrainReport, mean_losses_of, train};

@@ -10,13 +10,14 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_mcts::{SearchParams, mix};
+use capa_mcts::SearchParams;
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer, load_net};
 use capa_play::{
     Bisection, Bracket, EloEstimate, EstimateKind, Ladder, MatchScore, MatchSettings, Openings, Placement,
     SearchPlayer, UciPlayer, place, play_match, rate,
 };
 use capa_rules::Game;
+use capa_rules::mix;
 use serde::Serialize;
 
 use crate::config::{EvalMethod, EvalSection, RunConfig};
@@ -179,7 +180,7 @@ fn eval_ladder<G: Game>(path: &std::path::Path) -> Result<Ladder> {
 /// placement starts. Networks change little between evaluations, so a
 /// placement that starts there needs fewer probes than one from the middle.
 fn last_ladder_elo(dir: &RunDir) -> Result<Option<f64>> {
-    let Some(metrics) = dir.read(crate::metrics::METRICS)? else { return Ok(None) };
+    let Some(metrics) = dir.read(crate::keys::METRICS)? else { return Ok(None) };
     let text = String::from_utf8_lossy(&metrics);
     Ok(text.lines().rev().find_map(|line| {
         let eval = serde_json::from_str::<serde_json::Value>(line).ok()?.get("eval")?.clone();

@@ -25,7 +25,9 @@ mod curriculum;
 mod diagnostics;
 mod distill;
 mod evaluate;
+mod finish;
 mod games;
+mod keys;
 mod metrics;
 mod progress;
 mod run;
@@ -44,16 +46,8 @@ pub use config::{
 };
 pub use curriculum::{Curriculum, CurriculumReport};
 pub use diagnostics::{BufferStats, HeldOutReport, OverfitReport, buffer_stats, overfit_check};
+pub use finish::Finish;
 pub use run::run;
 pub use rundir::{Entry, RunDir, RunLock};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};
 pub use worker::work;
-
-/// How a run ended.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Finish {
-    /// All configured iterations are done.
-    Completed,
-    /// Ctrl-C or SIGTERM: the iteration in flight was dropped.
-    Interrupted,
-}

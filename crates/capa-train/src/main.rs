@@ -22,6 +22,9 @@ fn main() -> ExitCode {
         Some(Command::Check(args)) => {
             return match load(args).and_then(|(config, _)| capa_train::check(&config)) {
                 Ok(report) => {
+                    for note in &report.notes {
+                        println!("note: {note}");
+                    }
                     for problem in &report.problems {
                         println!("problem: {problem}");
                     }

@@ -10,12 +10,10 @@ use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;
 use crate::curriculum::CurriculumReport;
 use crate::evaluate::Evaluation;
+use crate::keys::METRICS;
 use crate::rundir::RunDir;
 use crate::selfplay::SelfPlayStats;
 use crate::steps::TrainReport;
-
-/// One JSON line per iteration.
-pub(crate) const METRICS: &str = "metrics.jsonl";
 
 /// One line of metrics.jsonl.
 #[derive(Clone, Debug, Serialize)]

@@ -25,12 +25,13 @@ use std::marker::PhantomData;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, for_game, with_backend};
+use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, with_backend};
+use capa_rules::for_game;
 
-use crate::Finish;
 use crate::config::{RunConfig, RunMode};
 use crate::distill::distill;
 use crate::evaluate::check_engine;
+use crate::finish::Finish;
 use crate::rundir::RunDir;
 use crate::selfplay_loop::iterate;
 use crate::supervised::supervised;

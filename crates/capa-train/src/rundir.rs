@@ -10,9 +10,11 @@
 //! game file, written only where there is none ([`RunDir::create_new`]), so
 //! two workers given one name by mistake never overwrite each other's games.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result, anyhow, bail};
 use capa_data::{remove_stale_temporaries, write_atomically, write_new_atomically};
@@ -20,7 +22,11 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 mod lock;
+mod store;
+
 pub use lock::RunLock;
+use lock::{Claim, Held, Holder, LOCK, Lease, STALE_AFTER, describe_lock, keep_renewing, process_runs, span};
+use store::{no_conditional_writes, open_store, retrying, store_path};
 
 /// A file of the run.
 #[derive(Clone, Debug)]
@@ -109,10 +115,6 @@ impl RunDir {
         Ok(path)
     }
 
-    fn store_path(prefix: &StorePath, key: &str) -> StorePath {
-        key.split('/').fold(prefix.clone(), |path, part| path.child(part))
-    }
-
     /// The file `key`, or `None` if there is none.
     ///
     /// # Errors
@@ -127,7 +129,7 @@ impl RunDir {
             },
             Place::Store { store, prefix, runtime, latest, .. } => {
                 let got = retrying(runtime, &what, || async {
-                    let result = store.get(&Self::store_path(prefix, key)).await?;
+                    let result = store.get(&store_path(prefix, key)).await?;
                     let e_tag = result.meta.e_tag.clone();
                     Ok((e_tag, result.bytes().await?))
                 });
@@ -157,7 +159,7 @@ impl RunDir {
                 write_atomically(&path, bytes).with_context(what)
             }
             Place::Store { store, prefix, runtime, .. } => {
-                let (path, payload) = (Self::store_path(prefix, key), PutPayload::from(bytes.to_vec()));
+                let (path, payload) = (store_path(prefix, key), PutPayload::from(bytes.to_vec()));
                 retrying(runtime, &what, || store.put(&path, payload.clone())).with_context(what)?;
                 Ok(())
             }
@@ -184,7 +186,7 @@ impl RunDir {
                 }
             }
             Place::Store { store, prefix, runtime, .. } => {
-                let (path, payload) = (Self::store_path(prefix, key), PutPayload::from(bytes.to_vec()));
+                let (path, payload) = (store_path(prefix, key), PutPayload::from(bytes.to_vec()));
                 let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
                 match retrying(runtime, &what, || store.put_opts(&path, payload.clone(), options.clone())) {
                     Ok(_) => return Ok(true),
@@ -211,7 +213,7 @@ impl RunDir {
             return self.write(LATEST, network.as_bytes());
         };
         let mut seen = latest.lock().expect("not poisoned");
-        let path = Self::store_path(prefix, LATEST);
+        let path = store_path(prefix, LATEST);
         if seen.is_none() {
             // The first write of this process: from the version there now.
             let what = || format!("cannot read {LATEST} in {}", self.location);
@@ -288,7 +290,7 @@ impl RunDir {
                 _ => Ok(()),
             },
             Place::Store { store, prefix, runtime, .. } => {
-                let path = Self::store_path(prefix, key);
+                let path = store_path(prefix, key);
                 match retrying(runtime, &what, || store.delete(&path)) {
                     Err(e) if !matches!(e, object_store::Error::NotFound { .. }) => Err(e).with_context(what),
                     _ => Ok(()),
@@ -313,7 +315,7 @@ impl RunDir {
             }
             Place::Store { store, prefix, runtime, .. } => {
                 use futures::TryStreamExt;
-                let under = Self::store_path(prefix, folder);
+                let under = store_path(prefix, folder);
                 let listed =
                     retrying(runtime, &what, || store.list(Some(&under)).try_collect::<Vec<_>>()).with_context(what)?;
                 let mut entries = Vec::new();
@@ -382,13 +384,13 @@ impl RunDir {
     ///
     /// # Errors
     /// The failure to list.
-    pub fn temporaries(&self) -> Result<Vec<String>> {
+    pub fn temporaries(&self) -> Result<Vec<Entry>> {
         let mut out = Vec::new();
         if let Place::Local(root) = &self.place {
             let temporary = |name: &str| name.contains(capa_data::TEMPORARY_MARK);
             list_local(root, root, &temporary, &mut out).with_context(|| format!("cannot list {}", root.display()))?;
         }
-        Ok(out.into_iter().map(|entry| entry.key).collect())
+        Ok(out)
     }
 
     /// Removes what writers killed midway left (local runs; a store has no
@@ -406,87 +408,145 @@ impl RunDir {
     }
 }
 
+impl RunDir {
+    /// Makes this process the run's only trainer until the returned guard
+    /// is dropped, on a local disk (`flock` on `LOCK`) and in a store (a
+    /// lease in `LOCK`, renewed in the background; a process that loses it
+    /// prints why and exits with status 2). The error names the holder and,
+    /// for a store, when its lease goes stale and how to break it.
+    ///
+    /// # Errors
+    /// Another trainer holds the run, or the lock cannot be written.
+    pub fn lock(&self) -> Result<RunLock<'_>> {
+        self.claim(Claim::Run)
+    }
+
+    /// Makes this process the run's only worker named `worker`, as
+    /// [`RunDir::lock`] does for the trainer (`workers/<name>.lock`): two
+    /// workers of one name would write the same game files.
+    ///
+    /// # Errors
+    /// Another worker of that name runs, or the lock cannot be written.
+    pub fn lock_worker_name(&self, worker: &str) -> Result<RunLock<'_>> {
+        self.claim(Claim::Worker(worker.to_string()))
+    }
+
+    fn claim(&self, claim: Claim) -> Result<RunLock<'_>> {
+        let held = match &self.place {
+            Place::Local(root) => Held::Local { _file: self.lock_local(root, &claim)? },
+            Place::Store { .. } => {
+                let run = claim == Claim::Run;
+                let lease = Arc::new(Lease::acquire(&self.location, &self.store_options, claim)?);
+                let stop = Arc::new(AtomicBool::new(false));
+                let (renewing, stopped) = (Arc::clone(&lease), Arc::clone(&stop));
+                std::thread::Builder::new()
+                    .name("run-lock".into())
+                    .spawn(move || keep_renewing(&renewing, &stopped))
+                    .context("cannot start the run lock's thread")?;
+                if run {
+                    // The one [`RunDir::confirm_lock`] checks.
+                    *self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&lease));
+                }
+                Held::Store { lease, stop }
+            }
+        };
+        Ok(RunLock { lease_slot: &self.lease, held })
+    }
+
+    fn lock_local(&self, root: &std::path::Path, claim: &Claim) -> Result<File> {
+        use std::io::{Read, Seek, Write};
+        use std::os::fd::AsRawFd;
+        let path = root.join(claim.key());
+        let folder = path.parent().unwrap_or(root);
+        std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
+        let what = || format!("cannot lock {}", path.display());
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(what)?;
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let mut holder = Vec::new();
+            let _ = file.read_to_end(&mut holder);
+            bail!("{}", claim.refusal(&self.location, &describe_lock(&holder)));
+        }
+        file.set_len(0).with_context(what)?;
+        file.rewind().with_context(what)?;
+        file.write_all(&Holder::this_process().to_bytes()).with_context(what)?;
+        Ok(file)
+    }
+
+    /// Makes sure this process still holds the run (in a store: renews its
+    /// lease now), so that what it commits next is committed under its lock.
+    /// Without a lock, or on a local disk, there is nothing to check.
+    ///
+    /// # Errors
+    /// The lease was taken or removed, or cannot be renewed.
+    pub fn confirm_lock(&self) -> Result<()> {
+        let lease = self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        lease.map_or(Ok(()), |lease| lease.renew())
+    }
+
+    /// Breaks the lock of a trainer that is gone (`capa-train unlock`):
+    /// in a store, removes the lease unless its holder is a running process
+    /// of this machine. A local lock ends with its process, so there it
+    /// only says who holds it. Returns what it did, for the user.
+    ///
+    /// # Errors
+    /// The holder runs here, or the store fails.
+    pub fn break_lock(&self) -> Result<String> {
+        match &self.place {
+            Place::Local(root) => {
+                let path = root.join(LOCK);
+                if !path.exists() {
+                    return Ok(format!("no trainer holds {}", self.location));
+                }
+                // Refused, naming the holder, while a trainer holds it.
+                drop(self.lock_local(root, &Claim::Run)?);
+                Ok(format!("no trainer holds {}: a local run's lock ends with its trainer's process", self.location))
+            }
+            Place::Store { .. } => {
+                let Some(bytes) = self.read(LOCK)? else {
+                    return Ok(format!("no trainer holds {}", self.location));
+                };
+                let holder = serde_json::from_slice::<Holder>(&bytes).ok();
+                if let Some(holder) = holder.as_ref().filter(|h| h.is_here() && process_runs(h.pid)) {
+                    bail!(
+                        "{} is held by {}, which is running on this machine: stop it (kill {}) instead",
+                        self.location,
+                        holder.describe(),
+                        holder.pid
+                    );
+                }
+                self.remove(LOCK)?;
+                Ok(match holder {
+                    Some(holder) if holder.unrenewed_for() < STALE_AFTER => format!(
+                        "removed the lock of {} (renewed {} ago): if that trainer still runs, it stops at its \
+                         next renewal",
+                        holder.describe(),
+                        span(holder.unrenewed_for())
+                    ),
+                    Some(holder) => format!(
+                        "removed the lock of {} (not renewed for {})",
+                        holder.describe(),
+                        span(holder.unrenewed_for())
+                    ),
+                    None => format!("removed {LOCK} ({} bytes, not a lock capa wrote)", bytes.len()),
+                })
+            }
+        }
+    }
+}
+
 impl Drop for RunDir {
     fn drop(&mut self) {
         if let Place::Store { staging, .. } = &self.place {
             let _ = std::fs::remove_dir_all(staging);
         }
     }
-}
-
-/// A client of the store at URL `location`, the run's prefix in it, and
-/// the runtime its calls run on (its own: a client's connections belong to
-/// the runtime that made them).
-fn open_store(
-    location: &str,
-    options: &[(String, String)],
-) -> Result<(Box<dyn ObjectStore>, StorePath, tokio::runtime::Runtime)> {
-    let url = url::Url::parse(location).with_context(|| format!("run.dir {location}: not a URL"))?;
-    let (store, prefix) = object_store::parse_url_opts(&url, options.iter().cloned())
-        .with_context(|| format!("run.dir {location}: cannot open the object store"))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the object store's I/O runtime")?;
-    Ok((store, prefix, runtime))
-}
-
-/// The error for a store without conditional writes, which `needed_by` needs.
-fn no_conditional_writes(location: &str, needed_by: &str) -> anyhow::Error {
-    anyhow!(
-        "{location}: the store does not offer conditional writes, which {needed_by} (for S3-compatible stores: \
-         AWS_CONDITIONAL_PUT=etag, on a store that honours If-Match and If-None-Match)"
-    )
-}
-
-/// How long a storage call is retried before its error is given up to the
-/// caller: an object store that fails or hangs for a while (a restart, a
-/// network partition) costs a wait, not a dead trainer or worker.
-const STORE_DEADLINE: Duration = Duration::from_secs(300);
-
-/// Runs the store call `call` until it succeeds, fails with an error a
-/// retry cannot change (not found, a failed condition, a refusal), or
-/// [`STORE_DEADLINE`] has passed, waiting 0.5 s, then twice as long after
-/// each failure, up to 10 s. `object_store` retries on its own first; this
-/// is the longer wait around it. The first retry is logged.
-fn retrying<T, F: Future<Output = object_store::Result<T>>>(
-    runtime: &tokio::runtime::Runtime,
-    what: &dyn Fn() -> String,
-    mut call: impl FnMut() -> F,
-) -> object_store::Result<T> {
-    let started = Instant::now();
-    let mut wait = Duration::from_millis(500);
-    loop {
-        match runtime.block_on(call()) {
-            Err(e) if transient(&e) && started.elapsed() + wait < STORE_DEADLINE => {
-                if wait == Duration::from_millis(500) {
-                    tracing::warn!("{}: {e}; retrying for up to {} s", what(), STORE_DEADLINE.as_secs());
-                }
-                std::thread::sleep(wait);
-                wait = (wait * 2).min(Duration::from_secs(10));
-            }
-            result => return result,
-        }
-    }
-}
-
-/// Whether a store error may go away on its own (the store or the network
-/// failing), rather than being the answer.
-fn transient(error: &object_store::Error) -> bool {
-    use object_store::Error as E;
-    !matches!(
-        error,
-        E::NotFound { .. }
-            | E::AlreadyExists { .. }
-            | E::Precondition { .. }
-            | E::NotModified { .. }
-            | E::NotSupported { .. }
-            | E::NotImplemented
-            | E::InvalidPath { .. }
-            | E::PermissionDenied { .. }
-            | E::Unauthenticated { .. }
-            | E::UnknownConfigurationKey { .. }
-    )
 }
 
 /// The files below `dir` whose names `keep` accepts, as keys relative to `root`.

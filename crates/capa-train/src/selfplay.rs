@@ -7,10 +7,11 @@ use std::time::Instant;
 use anyhow::{Result, anyhow, bail};
 use capa_data::{Ending, GameRecord, PlyRecord, Resignation, SearchValues};
 use capa_mcts::{
-    DirichletNoise, EvalError, Evaluations, Evaluator, KldStop, LeafRequest, Limits, PlayoutCap, Rng, SearchParams,
-    SearchResult, StopReason, Temperature, Tree, mix, search_many,
+    DirichletNoise, EvalError, Evaluations, Evaluator, KldStop, LeafRequest, Limits, PlayoutCap, SearchParams,
+    SearchResult, StopReason, Temperature, Tree, search_many,
 };
 use capa_rules::{Color, Game, GameResult, History, Termination};
+use capa_rules::{Rng, mix};
 
 use crate::config::{GameSection, SelfPlaySection};
 use crate::curriculum::{Curriculum, engine_color};
@@ -401,7 +402,7 @@ mod tests {
     #[test]
     fn the_kld_stop_fires_in_self_play_on_a_settled_tree() {
         let game = GameSection {
-            name: capa_net::GameKind::Chess,
+            name: capa_rules::GameKind::Chess,
             ply_cap: 6,
             ply_cap_win_margin: 0,
             ..GameSection::default()

@@ -13,21 +13,23 @@ use std::time::Instant;
 
 use anyhow::Result;
 use capa_data::to_pgn;
-use capa_mcts::{CachedEvaluator, mix};
+use capa_mcts::CachedEvaluator;
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer};
+use capa_rules::mix;
 
-use crate::Finish;
 use crate::buffer::ReplayBuffer;
 use crate::commit::{Carried, Resumed, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
 use crate::evaluate::evaluate_if_due;
+use crate::finish::Finish;
 use crate::games::{
     file_name, game_file_iteration, game_file_name, ledger_baseline_key, ledger_key, list_games, read_game,
     read_ledgers, window_games,
 };
-use crate::metrics::{METRICS, Metrics, new_positions, warnings};
+use crate::keys::METRICS;
+use crate::metrics::{Metrics, new_positions, warnings};
 use crate::progress::progress;
 use crate::rundir::{Entry, RunDir};
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, play};

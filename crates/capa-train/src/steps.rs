@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use anyhow::{Result, anyhow};
 use burn::prelude::*;
-use capa_mcts::{Rng, mix};
 use capa_net::{CapaAutodiffBackend, CapaBackend, LossWeights, Net, NetGame, Targets, Trainer, burn, losses};
+use capa_rules::{Rng, mix};
 use serde::Serialize;
 
 use crate::buffer::{HostBatch, ReplayBuffer};

@@ -23,13 +23,13 @@ use capa_net::{CapaAutodiffBackend, NetGame};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::Finish;
 use crate::buffer::HostBatch;
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::distill::held_out;
 use crate::evaluate::{Evaluation, evaluate_if_due};
-use crate::metrics::METRICS;
+use crate::finish::Finish;
+use crate::keys::METRICS;
 use crate::progress::progress;
 use crate::rundir::RunDir;
 use crate::steps::{MEASURE_BATCH, MeanLosses, TrainReport, mean_losses_of, train};

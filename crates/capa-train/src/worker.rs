@@ -15,12 +15,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_data::to_pgn;
-use capa_mcts::{CachedEvaluator, mix};
-use capa_net::{NetEvaluator, NetGame, for_game, read_net_config};
+use capa_mcts::CachedEvaluator;
+use capa_net::{NetEvaluator, NetGame, read_net_config};
+use capa_rules::for_game;
+use capa_rules::mix;
 
-use crate::Finish;
 use crate::commit::network_hash;
 use crate::config::RunConfig;
+use crate::finish::Finish;
 use crate::games::{file_name, list_games};
 use crate::rundir::RunDir;
 use crate::selfplay::{SelfPlaySettings, play};

@@ -372,7 +372,7 @@ fn go9_self_play_trains() {
 fn random_sgf_games(games: u64, moves: usize) -> String {
     use capa_rules::Game;
     let mut text = String::new();
-    let mut rng = capa_mcts::Rng::new(11);
+    let mut rng = capa_rules::Rng::new(11);
     for _ in 0..games {
         let mut position = capa_rules::go::Go9::startpos();
         let mut sgf = String::new();
@@ -536,9 +536,13 @@ fn workers_feed_a_trainer_through_the_run_directory() {
         alpha.file_stem().unwrap().to_string_lossy().strip_prefix("alpha-").unwrap().parse().unwrap();
     let (whole, report) = check();
     assert!(!whole, "{report}");
+    assert!(
+        report.contains("note: games/.x.capa.tmp-99999999-1: a temporary file its writer left when it died")
+            && report.contains("notes: 1;"),
+        "{report}"
+    );
     for problem in [
         &format!("{}: ", game.strip_prefix(&run).unwrap().display()),
-        "games/.x.capa.tmp-99999999-1: a temporary file left behind",
         &format!("{twice} trained on twice: in ledger/iter-000001.txt and ledger/iter-000002.txt"),
         "ledger/iter-000002.txt: 1 games, its metrics line says",
         &format!("LATEST names network {network}, which is missing"),
@@ -974,7 +978,8 @@ fn distillation_trains_on_teacher_games_and_resumes() {
     let architecture = capa_net::read_net_config(&net).unwrap();
     assert_eq!((architecture.channels, architecture.transformer_blocks), (8, 0));
     let chess_teacher = dir.join("chess.safetensors");
-    let chess = capa_net::NetConfig { channels: 8, groups: 2, ..capa_net::NetConfig::small(capa_net::GameKind::Chess) };
+    let chess =
+        capa_net::NetConfig { channels: 8, groups: 2, ..capa_net::NetConfig::small(capa_rules::GameKind::Chess) };
     capa_net::save_net(
         &capa_net::Net::<capa_net::burn::backend::Flex>::new(&chess, &Default::default()),
         &chess_teacher,

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::UciError;
+use crate::error::UciError;
 use crate::process::Process;
 
 /// A running GTP engine. Dropping it sends `quit` and, if the engine does

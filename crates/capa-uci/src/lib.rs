@@ -14,11 +14,13 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use capa_rules::{Game, History};
+use capa_rules::{Game, GameKind, History};
 
+mod error;
 mod gtp;
 mod process;
 
+pub use error::UciError;
 pub use gtp::GtpEngine;
 use process::Process;
 pub use process::find_program;
@@ -26,50 +28,6 @@ pub use process::find_program;
 /// How long an engine may take to answer `uci` or `isready`, and a search
 /// may run past its own time limit, before it counts as hung.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What went wrong talking to an engine. Every message names the engine.
-#[derive(Debug, thiserror::Error)]
-pub enum UciError {
-    /// The process could not be started.
-    #[error("cannot start engine `{engine}`: {source} (is it installed and on PATH?)")]
-    Start {
-        /// The engine command.
-        engine: String,
-        /// Why.
-        source: io::Error,
-    },
-    /// The engine exited, or closed its output.
-    #[error("engine `{engine}` exited ({status}) while {doing}{stderr}")]
-    Exited {
-        /// The engine command.
-        engine: String,
-        /// What the client waited for.
-        doing: String,
-        /// Its exit status, as far as known.
-        status: String,
-        /// Its last stderr lines, prefixed with a newline, or empty.
-        stderr: String,
-    },
-    /// No answer in time.
-    #[error("engine `{engine}` gave no answer within {seconds:.1} s while {doing}")]
-    Timeout {
-        /// The engine command.
-        engine: String,
-        /// What the client waited for.
-        doing: String,
-        /// How long it waited.
-        seconds: f64,
-    },
-    /// A request the engine cannot take: an option it lacks, a value out of
-    /// its range, a reply that breaks the protocol.
-    #[error("engine `{engine}`: {message}")]
-    Protocol {
-        /// The engine command.
-        engine: String,
-        /// What is wrong.
-        message: String,
-    },
-}
 
 /// The kind of an option, as the engine declared it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -301,16 +259,15 @@ impl UciEngine {
         self.send(&line)
     }
 
-    /// Sets the engine up to play `game` (a `Game::NAME`): through its
-    /// `UCI_Variant` option when it has one; an engine without it plays
-    /// chess only.
+    /// Sets the engine up to play `game`: through its `UCI_Variant` option
+    /// when it has one; an engine without it plays chess only.
     ///
     /// # Errors
     /// [`UciError::Protocol`] when the engine cannot play `game`.
-    pub fn select_variant(&mut self, game: &str) -> Result<(), UciError> {
+    pub fn select_variant(&mut self, game: GameKind) -> Result<(), UciError> {
         if self.option("UCI_Variant").is_some() {
-            self.set_option("UCI_Variant", game)
-        } else if game == "chess" {
+            self.set_option("UCI_Variant", game.name())
+        } else if game == GameKind::Chess {
             Ok(())
         } else {
             Err(self.protocol(format!("has no UCI_Variant option: it cannot play {game}")))

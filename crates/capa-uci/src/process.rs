@@ -11,7 +11,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::UciError;
+use crate::error::UciError;
 
 /// Lines of the engine's stderr kept for error messages.
 const STDERR_LINES: usize = 8;

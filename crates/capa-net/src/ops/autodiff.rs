@@ -12,9 +12,9 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind, unary};
 use burn::tensor::TensorMetadata;
 use burn::tensor::ops::{BoolTensor, FloatTensor};
 
-use super::CapaBackend;
+use super::capa_backend::CapaBackend;
 use crate::NetError;
-use crate::backend::BackendKind;
+use crate::device::BackendKind;
 
 impl<B: CapaBackend, C: CheckpointStrategy> CapaBackend for Autodiff<B, C> {
     const KIND: BackendKind = B::KIND;

@@ -1,16 +1,20 @@
 //! The CPU backend's kernels behind [`CapaBackend`]'s ops: shapes and
-//! dtypes checked, tensors made contiguous, the work done by `crate::cpu_*`
+//! dtypes checked, tensors made contiguous, the work done by `crate::cpu`
 //! on plain slices. Anything the kernels do not take (another dtype, an odd
 //! shape) goes to the tensor-op formulation.
 
 use burn::backend::Flex;
 use burn::backend::flex::{FlexDevice, FlexTensor, Layout};
 use burn::tensor::ops::{FloatTensorOps, ModuleOps};
-use burn::tensor::{BoolStore, Bytes, DType};
+use burn::tensor::{BoolStore, Bytes, DType, Shape};
 use rayon::prelude::*;
 
-use super::*;
-use crate::{cpu_attention, cpu_conv, cpu_elementwise, cpu_gemm};
+use super::capa_backend::*;
+use crate::adamw::AdamWStep;
+use crate::cpu::conv_shape::ConvShape;
+use crate::cpu::{attention, conv, elementwise, gemm};
+use crate::device::BackendKind;
+use crate::error::NetError;
 
 /// The f32 values of `x`, contiguous from offset 0 (a copy only when not).
 fn contiguous(x: FlexTensor) -> FlexTensor {
@@ -26,7 +30,7 @@ fn zeroed(shape: Shape) -> FlexTensor {
     let mut data = Vec::new();
     (0..shape.num_elements())
         .into_par_iter()
-        .with_min_len(cpu_elementwise::CHUNK)
+        .with_min_len(elementwise::CHUNK)
         .map(|_| 0.0f32)
         .collect_into_vec(&mut data);
     FlexTensor::new(Bytes::from_elems(data), Layout::contiguous(shape), DType::F32)
@@ -51,7 +55,7 @@ impl CapaBackend for Flex {
         let mut out = zeroed(x.layout().shape().clone());
         let x = &x.storage::<f32>()[..elements];
         // `map` takes two inputs; Mish reads one.
-        cpu_elementwise::map(&mut out.storage_mut::<f32>()[..elements], x, x, |x, _| cpu_elementwise::mish(x));
+        elementwise::map(&mut out.storage_mut::<f32>()[..elements], x, x, |x, _| elementwise::mish(x));
         out
     }
 
@@ -62,11 +66,11 @@ impl CapaBackend for Flex {
         let (x, grad) = (contiguous(x), contiguous(grad));
         let elements = x.layout().num_elements();
         let mut out = zeroed(x.layout().shape().clone());
-        cpu_elementwise::map(
+        elementwise::map(
             &mut out.storage_mut::<f32>()[..elements],
             &x.storage::<f32>()[..elements],
             &grad.storage::<f32>()[..elements],
-            |x, grad| grad * cpu_elementwise::mish_slope(x),
+            |x, grad| grad * elementwise::mish_slope(x),
         );
         out
     }
@@ -78,7 +82,7 @@ impl CapaBackend for Flex {
             return burn::backend::flex::ops::activation::softmax(x, dims.num_dims() - 1);
         }
         let mut x = x.to_contiguous();
-        cpu_elementwise::softmax_rows(&mut x.storage_mut::<f32>()[..dims.num_elements()], row_len, |x, _| x);
+        elementwise::softmax_rows(&mut x.storage_mut::<f32>()[..dims.num_elements()], row_len, |x, _| x);
         x
     }
 
@@ -91,7 +95,7 @@ impl CapaBackend for Flex {
         let (x, weight, bias) = (contiguous(x), contiguous(weight), bias.map(contiguous));
         let (input_len, weight_len, output_len) = shape.lens();
         let mut out = zeroed(Shape::new([shape.rows, shape.outputs]));
-        cpu_gemm::dense(
+        gemm::dense(
             shape,
             &x.storage::<f32>()[..input_len],
             &weight.storage::<f32>()[..weight_len],
@@ -108,7 +112,7 @@ impl CapaBackend for Flex {
         let (weight, grad) = (contiguous(weight), contiguous(grad));
         let (input_len, weight_len, output_len) = shape.lens();
         let mut out = zeroed(Shape::new([shape.rows, shape.inputs]));
-        cpu_gemm::dense_input_grad(
+        gemm::dense_input_grad(
             shape,
             &weight.storage::<f32>()[..weight_len],
             &grad.storage::<f32>()[..output_len],
@@ -120,14 +124,14 @@ impl CapaBackend for Flex {
     fn dense_weight_backward(x: FlexTensor, grad: FlexTensor) -> FlexTensor {
         let shape = match (matrix_dims(&x), matrix_dims(&grad)) {
             (Some([rows, inputs]), Some([grad_rows, outputs])) if rows == grad_rows => {
-                cpu_gemm::DenseShape { rows, inputs, outputs }
+                gemm::DenseShape { rows, inputs, outputs }
             }
             _ => return Flex::linear_weight_backward(x, grad),
         };
         let (x, grad) = (contiguous(x), contiguous(grad));
         let (input_len, weight_len, output_len) = shape.lens();
         let mut out = zeroed(Shape::new([shape.inputs, shape.outputs]));
-        cpu_gemm::dense_weight_grad(
+        gemm::dense_weight_grad(
             shape,
             &x.storage::<f32>()[..input_len],
             &grad.storage::<f32>()[..output_len],
@@ -142,7 +146,7 @@ impl CapaBackend for Flex {
         };
         let grad = contiguous(grad);
         let mut out = zeroed(Shape::new([outputs]));
-        cpu_gemm::dense_bias_grad(
+        gemm::dense_bias_grad(
             &grad.storage::<f32>()[..rows * outputs],
             outputs,
             &mut out.storage_mut::<f32>()[..outputs],
@@ -157,7 +161,7 @@ impl CapaBackend for Flex {
         let [q, k, v, bias] = [q, k, v, bias].map(contiguous);
         let (len, bias_len) = shape.lens();
         let mut out = zeroed(q.layout().shape().clone());
-        cpu_attention::forward(
+        attention::forward(
             shape,
             &q.storage::<f32>()[..len],
             &k.storage::<f32>()[..len],
@@ -185,14 +189,14 @@ impl CapaBackend for Flex {
         let (len, bias_len) = shape.lens();
         let [mut dq, mut dk, mut dv] = [(); 3].map(|()| zeroed(q.layout().shape().clone()));
         let mut dbias = zeroed(bias.layout().shape().clone());
-        cpu_attention::backward(
+        attention::backward(
             shape,
             &q.storage::<f32>()[..len],
             &k.storage::<f32>()[..len],
             &v.storage::<f32>()[..len],
             &bias.storage::<f32>()[..bias_len],
             &grad.storage::<f32>()[..len],
-            cpu_attention::AttentionGrads {
+            attention::AttentionGrads {
                 q: &mut dq.storage_mut::<f32>()[..len],
                 k: &mut dk.storage_mut::<f32>()[..len],
                 v: &mut dv.storage_mut::<f32>()[..len],
@@ -210,7 +214,7 @@ impl CapaBackend for Flex {
         let (batch, rows, columns) = (dims[0], dims[1], dims[2]);
         let x = contiguous(x);
         let mut out = zeroed(Shape::new([batch, columns, rows]));
-        cpu_elementwise::transpose_matrices(
+        elementwise::transpose_matrices(
             &x.storage::<f32>()[..dims.num_elements()],
             [rows, columns],
             &mut out.storage_mut::<f32>()[..dims.num_elements()],
@@ -225,11 +229,7 @@ impl CapaBackend for Flex {
         let x = contiguous(x);
         let mut out = zeroed(Shape::new([batch, channels, 2]));
         let rows = batch * channels;
-        cpu_elementwise::row_moments(
-            &x.storage::<f32>()[..rows * plane],
-            plane,
-            &mut out.storage_mut::<f32>()[..2 * rows],
-        );
+        elementwise::row_moments(&x.storage::<f32>()[..rows * plane], plane, &mut out.storage_mut::<f32>()[..2 * rows]);
         out
     }
 
@@ -240,7 +240,7 @@ impl CapaBackend for Flex {
         let (x, grad) = (contiguous(x), contiguous(grad));
         let rows = batch * channels;
         let mut dx = zeroed(x.layout().shape().clone());
-        cpu_elementwise::row_moments_backward(
+        elementwise::row_moments_backward(
             &x.storage::<f32>()[..rows * plane],
             plane,
             &grad.storage::<f32>()[..2 * rows],
@@ -263,7 +263,7 @@ impl CapaBackend for Flex {
         let (rows, len) = (batch * channels, batch * channels * plane);
         let mut out = zeroed(x.layout().shape().clone());
         let input = scale_shift_input([&x, &scale, &shift], residual.as_ref(), rows, plane);
-        cpu_elementwise::scale_shift_mish(input, &mut out.storage_mut::<f32>()[..len]);
+        elementwise::scale_shift_mish(input, &mut out.storage_mut::<f32>()[..len]);
         out
     }
 
@@ -286,10 +286,10 @@ impl CapaBackend for Flex {
         let [mut dscale, mut dshift] = [(); 2].map(|()| zeroed(Shape::new([batch, channels])));
         let mut dresidual = residual.as_ref().map(|_| zeroed(x.layout().shape().clone()));
         let input = scale_shift_input([&x, &scale, &shift], residual.as_ref(), rows, plane);
-        cpu_elementwise::scale_shift_mish_backward(
+        elementwise::scale_shift_mish_backward(
             input,
             &grad.storage::<f32>()[..len],
-            cpu_elementwise::ScaleShiftGrads {
+            elementwise::ScaleShiftGrads {
                 x: &mut dx.storage_mut::<f32>()[..len],
                 scale: &mut dscale.storage_mut::<f32>()[..rows],
                 shift: &mut dshift.storage_mut::<f32>()[..rows],
@@ -312,7 +312,7 @@ impl CapaBackend for Flex {
         let [x, gamma, grad] = [x, gamma, grad].map(contiguous);
         let (elements, width) = (x.layout().num_elements(), gamma.layout().num_elements());
         let mut dx = zeroed(x.layout().shape().clone());
-        let [dgamma, dbeta] = cpu_elementwise::layer_norm_backward(
+        let [dgamma, dbeta] = elementwise::layer_norm_backward(
             &x.storage::<f32>()[..elements],
             &gamma.storage::<f32>()[..width],
             &grad.storage::<f32>()[..elements],
@@ -337,7 +337,7 @@ impl CapaBackend for Flex {
         let [logits, targets] = [logits, targets].map(contiguous);
         let legal = legal.map(contiguous);
         let mut out = zeroed(Shape::new([rows]));
-        cpu_elementwise::soft_cross_entropy_rows(
+        elementwise::soft_cross_entropy_rows(
             cross_entropy_input(&logits, &targets, legal.as_ref(), illegal_logit, [rows, classes]),
             &mut out.storage_mut::<f32>()[..rows],
         );
@@ -365,7 +365,7 @@ impl CapaBackend for Flex {
         let [logits, targets, grad] = [logits, targets, grad].map(contiguous);
         let legal = legal.map(contiguous);
         let mut dlogits = zeroed(logits.layout().shape().clone());
-        cpu_elementwise::soft_cross_entropy_rows_backward(
+        elementwise::soft_cross_entropy_rows_backward(
             cross_entropy_input(&logits, &targets, legal.as_ref(), illegal_logit, [rows, classes]),
             &grad.storage::<f32>()[..rows],
             &mut dlogits.storage_mut::<f32>()[..rows * classes],
@@ -382,7 +382,7 @@ impl CapaBackend for Flex {
         }
         // Updated in place where this is the only reference to the buffer.
         let [mut average, current] = [average, current].map(contiguous);
-        cpu_elementwise::moving_average(
+        elementwise::moving_average(
             &mut average.storage_mut::<f32>()[..elements],
             &current.storage::<f32>()[..elements],
             decay,
@@ -396,7 +396,7 @@ impl CapaBackend for Flex {
         }
         let x = contiguous(x);
         let elements = x.layout().num_elements();
-        let sum = cpu_elementwise::sum_of_squares(&x.storage::<f32>()[..elements]);
+        let sum = elementwise::sum_of_squares(&x.storage::<f32>()[..elements]);
         FlexTensor::new(Bytes::from_elems(vec![sum]), Layout::contiguous(Shape::new([1])), DType::F32)
     }
 
@@ -419,8 +419,8 @@ impl CapaBackend for Flex {
             None => [(); 2].map(|()| zeroed(shape.clone())),
         };
         let [mut weight, gradient, mut first, mut second] = [weight, gradient, first, second].map(contiguous);
-        cpu_elementwise::adamw(
-            cpu_elementwise::AdamWState {
+        elementwise::adamw(
+            elementwise::AdamWState {
                 weight: &mut weight.storage_mut::<f32>()[..elements],
                 first: &mut first.storage_mut::<f32>()[..elements],
                 second: &mut second.storage_mut::<f32>()[..elements],
@@ -439,7 +439,7 @@ impl CapaBackend for Flex {
         let (x, weight, bias) = (contiguous(x), contiguous(weight), bias.map(contiguous));
         let (input_len, weight_len, output_len) = shape.lens();
         let mut out = zeroed(Shape::new([shape.batch, shape.outputs, shape.height, shape.width]));
-        cpu_conv::forward(
+        conv::forward(
             shape,
             &x.storage::<f32>()[..input_len],
             &weight.storage::<f32>()[..weight_len],
@@ -457,7 +457,7 @@ impl CapaBackend for Flex {
         let (weight, grad) = (contiguous(weight), contiguous(grad));
         let (input_len, weight_len, output_len) = shape.lens();
         let mut out = zeroed(x.layout().shape().clone());
-        cpu_conv::input_grad(
+        conv::input_grad(
             shape,
             &weight.storage::<f32>()[..weight_len],
             &grad.storage::<f32>()[..output_len],
@@ -474,7 +474,7 @@ impl CapaBackend for Flex {
         let (x, grad) = (contiguous(x), contiguous(grad));
         let (input_len, weight_len, output_len) = shape.lens();
         let mut out = zeroed(weight.layout().shape().clone());
-        cpu_conv::weight_grad(
+        conv::weight_grad(
             shape,
             &x.storage::<f32>()[..input_len],
             &grad.storage::<f32>()[..output_len],
@@ -490,7 +490,7 @@ impl CapaBackend for Flex {
         }
         let grad = contiguous(grad);
         let mut out = zeroed(Shape::new([dims[1]]));
-        cpu_conv::bias_grad(
+        conv::bias_grad(
             &grad.storage::<f32>()[..dims.num_elements()],
             dims[2] * dims[3],
             &mut out.storage_mut::<f32>()[..dims[1]],
@@ -530,9 +530,9 @@ fn scale_shift_input<'a>(
     residual: Option<&'a FlexTensor>,
     rows: usize,
     plane: usize,
-) -> cpu_elementwise::ScaleShift<'a> {
+) -> elementwise::ScaleShift<'a> {
     let len = rows * plane;
-    cpu_elementwise::ScaleShift {
+    elementwise::ScaleShift {
         x: &x.storage::<f32>()[..len],
         plane,
         scale: &scale.storage::<f32>()[..rows],
@@ -543,7 +543,7 @@ fn scale_shift_input<'a>(
 
 /// The dimensions of an attention our kernel runs: f32, `q`, `k`, `v`
 /// alike, heads dividing the width, a bias per head and token pair.
-fn attention_shape(qkv: [&FlexTensor; 3], bias: &FlexTensor, heads: usize) -> Option<cpu_attention::AttentionShape> {
+fn attention_shape(qkv: [&FlexTensor; 3], bias: &FlexTensor, heads: usize) -> Option<attention::AttentionShape> {
     let dims = qkv[0].layout().shape();
     let alike = qkv.iter().all(|t| t.dtype() == DType::F32 && t.layout().shape() == dims);
     if !alike || bias.dtype() != DType::F32 || dims.num_dims() != 3 || heads == 0 || !dims[2].is_multiple_of(heads) {
@@ -552,17 +552,17 @@ fn attention_shape(qkv: [&FlexTensor; 3], bias: &FlexTensor, heads: usize) -> Op
     let (batch, tokens, width) = (dims[0], dims[1], dims[2]);
     let bias_dims = bias.layout().shape();
     (bias_dims.num_dims() == 3 && [bias_dims[0], bias_dims[1], bias_dims[2]] == [heads, tokens, tokens])
-        .then_some(cpu_attention::AttentionShape { batch, tokens, heads, head_width: width / heads })
+        .then_some(attention::AttentionShape { batch, tokens, heads, head_width: width / heads })
 }
 
 /// The dimensions of a convolution our kernels run: f32, NCHW, a square
 /// odd kernel over the same input channels. `None` sends anything else to
 /// flex's own convolution.
-fn conv_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<cpu_conv::ConvShape> {
+fn conv_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<ConvShape> {
     let (dims, kernel) = (x.layout().shape(), weight.layout().shape());
     let f32s = x.dtype() == DType::F32 && weight.dtype() == DType::F32;
     let fits = dims.num_dims() == 4 && kernel.num_dims() == 4 && kernel[1] == dims[1];
-    (f32s && fits && kernel[2] == kernel[3] && kernel[2] % 2 == 1).then(|| cpu_conv::ConvShape {
+    (f32s && fits && kernel[2] == kernel[3] && kernel[2] % 2 == 1).then(|| ConvShape {
         batch: dims[0],
         inputs: dims[1],
         outputs: kernel[0],
@@ -585,15 +585,15 @@ fn fits(x: &FlexTensor, dims: &[usize]) -> bool {
 
 /// The dimensions of a dense layer our kernels run: f32 `x` `[rows,
 /// inputs]` and `weight` `[inputs, outputs]`.
-fn dense_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<cpu_gemm::DenseShape> {
+fn dense_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<gemm::DenseShape> {
     let ([rows, inputs], [weight_inputs, outputs]) = (matrix_dims(x)?, matrix_dims(weight)?);
-    (inputs == weight_inputs).then_some(cpu_gemm::DenseShape { rows, inputs, outputs })
+    (inputs == weight_inputs).then_some(gemm::DenseShape { rows, inputs, outputs })
 }
 
 /// The dimensions of a dense layer from its weight and its output's gradient.
-fn dense_grad_shape(weight: &FlexTensor, grad: &FlexTensor) -> Option<cpu_gemm::DenseShape> {
+fn dense_grad_shape(weight: &FlexTensor, grad: &FlexTensor) -> Option<gemm::DenseShape> {
     let ([inputs, outputs], [rows, grad_outputs]) = (matrix_dims(weight)?, matrix_dims(grad)?);
-    (outputs == grad_outputs).then_some(cpu_gemm::DenseShape { rows, inputs, outputs })
+    (outputs == grad_outputs).then_some(gemm::DenseShape { rows, inputs, outputs })
 }
 
 /// `[rows, classes]` of f32 logits, f32 targets of the same shape and a
@@ -614,9 +614,9 @@ fn cross_entropy_input<'a>(
     legal: Option<&'a FlexTensor>,
     illegal_logit: f32,
     [rows, classes]: [usize; 2],
-) -> cpu_elementwise::CrossEntropy<'a> {
+) -> elementwise::CrossEntropy<'a> {
     let len = rows * classes;
-    cpu_elementwise::CrossEntropy {
+    elementwise::CrossEntropy {
         logits: &logits.storage::<f32>()[..len],
         targets: &targets.storage::<f32>()[..len],
         legal: legal.map(|legal| &legal.bytes()[..len]),

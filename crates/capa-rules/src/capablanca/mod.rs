@@ -17,7 +17,7 @@ pub use types::{Bitboard, FILES, Piece, RANKS, Role, SQUARES, Square};
 
 use crate::game::{chess_like_outcome, ply_from_fullmove};
 use crate::notation::{parse_square, split_fen, split_uci};
-use crate::{Color, FenError, FenErrorKind, Game, MoveError, MoveList, Outcome, PolicyMap};
+use crate::{Color, FenError, FenErrorKind, Game, GameKind, MoveError, MoveList, Outcome, PolicyMap};
 
 /// What a move does besides moving a piece from one square to another.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -697,7 +697,7 @@ impl Capablanca {
 impl Game for Capablanca {
     type Move = Move;
 
-    const NAME: &'static str = "capablanca";
+    const KIND: GameKind = GameKind::Capablanca;
     const FILES: usize = FILES;
     const RANKS: usize = RANKS;
 

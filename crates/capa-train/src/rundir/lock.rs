@@ -24,14 +24,14 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 use serde::{Deserialize, Serialize};
 
-use super::{Place, RunDir, no_conditional_writes, open_store, retrying};
+use super::store::{no_conditional_writes, open_store, retrying, store_path};
 
 /// The run lock's key in the run.
-const LOCK: &str = "LOCK";
+pub(super) const LOCK: &str = "LOCK";
 
 /// What a lock is taken on.
 #[derive(Clone, Debug, PartialEq)]
-enum Claim {
+pub(super) enum Claim {
     /// The run: one trainer.
     Run,
     /// A worker's name: one worker of that name.
@@ -39,7 +39,7 @@ enum Claim {
 }
 
 impl Claim {
-    fn key(&self) -> String {
+    pub(super) fn key(&self) -> String {
         match self {
             Claim::Run => LOCK.to_string(),
             Claim::Worker(name) => format!("workers/{name}.lock"),
@@ -63,7 +63,7 @@ impl Claim {
     }
 
     /// Why a process is refused: the claim is `holder`'s.
-    fn refusal(&self, location: &str, holder: &str) -> String {
+    pub(super) fn refusal(&self, location: &str, holder: &str) -> String {
         match self {
             Claim::Run => format!(
                 "{location} is held by another trainer: {holder}. Stop that trainer first, or use another run.dir"
@@ -107,16 +107,17 @@ impl Claim {
 const RENEW_EVERY: Duration = Duration::from_secs(15);
 
 /// How long a lease may go unrenewed before another process may take it.
-const STALE_AFTER: Duration = Duration::from_secs(90);
+pub(super) const STALE_AFTER: Duration = Duration::from_secs(90);
 
 /// Holds the run (or a worker's name) for this process until dropped (or
-/// until the process ends). See [`RunDir::lock`], [`RunDir::lock_worker_name`].
+/// until the process ends). See `RunDir::lock`, `RunDir::lock_worker_name`.
 pub struct RunLock<'a> {
-    dir: &'a RunDir,
-    held: Held,
+    /// The run directory's slot for the trainer's lease, emptied on drop.
+    pub(super) lease_slot: &'a Mutex<Option<Arc<Lease>>>,
+    pub(super) held: Held,
 }
 
-enum Held {
+pub(super) enum Held {
     /// The open `LOCK` file: its `flock` lasts as long as it is open.
     Local { _file: File },
     /// The lease and its renewing thread's stop flag.
@@ -125,13 +126,13 @@ enum Held {
 
 /// Who holds a run: what `LOCK` holds, as JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Holder {
+pub(super) struct Holder {
     /// The holder's host name.
     host: String,
     /// Its machine's boot id (Linux), which tells two machines of one name apart.
     boot: String,
     /// Its process id.
-    pid: u32,
+    pub(super) pid: u32,
     /// When it took the lock (Unix seconds).
     started: u64,
     /// When it last renewed the lock (Unix seconds).
@@ -141,7 +142,7 @@ struct Holder {
 }
 
 impl Holder {
-    fn this_process() -> Holder {
+    pub(super) fn this_process() -> Holder {
         let now = unix_now();
         let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
         Holder {
@@ -154,7 +155,7 @@ impl Holder {
         }
     }
 
-    fn to_bytes(&self) -> Vec<u8> {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a holder serialises")
     }
 
@@ -164,16 +165,16 @@ impl Holder {
     }
 
     /// Whether the holder is a process of this machine (same name, same boot).
-    fn is_here(&self) -> bool {
+    pub(super) fn is_here(&self) -> bool {
         !self.boot.is_empty() && self.host == host_name() && self.boot == boot_id()
     }
 
-    fn unrenewed_for(&self) -> Duration {
+    pub(super) fn unrenewed_for(&self) -> Duration {
         Duration::from_secs(unix_now().saturating_sub(self.renewed))
     }
 
     /// "pid 123 on host-a, started 5 min ago"
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         let started = Duration::from_secs(unix_now().saturating_sub(self.started));
         format!("pid {} on {}, started {} ago", self.pid, self.host, span(started))
     }
@@ -181,7 +182,7 @@ impl Holder {
 
 /// What a `LOCK` file names, for a message: its holder, or its text as it is
 /// (a lock written by an older capa held only the pid).
-fn describe_lock(bytes: &[u8]) -> String {
+pub(super) fn describe_lock(bytes: &[u8]) -> String {
     match serde_json::from_slice::<Holder>(bytes) {
         Ok(holder) => holder.describe(),
         Err(_) => format!("pid {}", String::from_utf8_lossy(bytes).trim()),
@@ -218,10 +219,10 @@ impl std::error::Error for Lost {}
 
 impl Lease {
     /// Takes the lease on `claim` in the run at `location`, or says who holds it.
-    fn acquire(location: &str, options: &[(String, String)], claim: Claim) -> Result<Lease> {
+    pub(super) fn acquire(location: &str, options: &[(String, String)], claim: Claim) -> Result<Lease> {
         let (store, prefix, runtime) = open_store(location, options)?;
         let key = claim.key();
-        let path = RunDir::store_path(&prefix, &key);
+        let path = store_path(&prefix, &key);
         let holder = Holder::this_process();
         let payload = PutPayload::from(holder.to_bytes());
         let what = || format!("cannot take {} ({key}) in {location}", claim.lock_name());
@@ -295,7 +296,7 @@ impl Lease {
     }
 
     /// Renews the lease; a [`Lost`] error when it is no longer this process's.
-    fn renew(&self) -> Result<()> {
+    pub(super) fn renew(&self) -> Result<()> {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let LeaseState { store, runtime, path, holder, version } = &mut *state;
         holder.renewed = unix_now();
@@ -345,7 +346,7 @@ impl Lease {
     /// Removes the lease if it is still this process's: the next trainer
     /// starts at once, on any machine. One quick try; a lease left behind
     /// goes stale.
-    fn release(&self) {
+    pub(super) fn release(&self) {
         let Ok(state) = self.state.try_lock() else { return };
         let LeaseState { store, runtime, path, holder, .. } = &*state;
         let remove_if_ours = async {
@@ -360,145 +361,12 @@ impl Lease {
     }
 }
 
-impl RunDir {
-    /// Makes this process the run's only trainer until the returned guard
-    /// is dropped, on a local disk (`flock` on `LOCK`) and in a store (a
-    /// lease in `LOCK`, renewed in the background; a process that loses it
-    /// prints why and exits with status 2). The error names the holder and,
-    /// for a store, when its lease goes stale and how to break it.
-    ///
-    /// # Errors
-    /// Another trainer holds the run, or the lock cannot be written.
-    pub fn lock(&self) -> Result<RunLock<'_>> {
-        self.claim(Claim::Run)
-    }
-
-    /// Makes this process the run's only worker named `worker`, as
-    /// [`RunDir::lock`] does for the trainer (`workers/<name>.lock`): two
-    /// workers of one name would write the same game files.
-    ///
-    /// # Errors
-    /// Another worker of that name runs, or the lock cannot be written.
-    pub fn lock_worker_name(&self, worker: &str) -> Result<RunLock<'_>> {
-        self.claim(Claim::Worker(worker.to_string()))
-    }
-
-    fn claim(&self, claim: Claim) -> Result<RunLock<'_>> {
-        let held = match &self.place {
-            Place::Local(root) => Held::Local { _file: self.lock_local(root, &claim)? },
-            Place::Store { .. } => {
-                let run = claim == Claim::Run;
-                let lease = Arc::new(Lease::acquire(&self.location, &self.store_options, claim)?);
-                let stop = Arc::new(AtomicBool::new(false));
-                let (renewing, stopped) = (Arc::clone(&lease), Arc::clone(&stop));
-                std::thread::Builder::new()
-                    .name("run-lock".into())
-                    .spawn(move || keep_renewing(&renewing, &stopped))
-                    .context("cannot start the run lock's thread")?;
-                if run {
-                    // The one [`RunDir::confirm_lock`] checks.
-                    *self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&lease));
-                }
-                Held::Store { lease, stop }
-            }
-        };
-        Ok(RunLock { dir: self, held })
-    }
-
-    fn lock_local(&self, root: &std::path::Path, claim: &Claim) -> Result<File> {
-        use std::io::{Read, Seek, Write};
-        use std::os::fd::AsRawFd;
-        let path = root.join(claim.key());
-        let folder = path.parent().unwrap_or(root);
-        std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
-        let what = || format!("cannot lock {}", path.display());
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .with_context(what)?;
-        // SAFETY: flock on a descriptor this function owns; no memory is involved.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let mut holder = Vec::new();
-            let _ = file.read_to_end(&mut holder);
-            bail!("{}", claim.refusal(&self.location, &describe_lock(&holder)));
-        }
-        file.set_len(0).with_context(what)?;
-        file.rewind().with_context(what)?;
-        file.write_all(&Holder::this_process().to_bytes()).with_context(what)?;
-        Ok(file)
-    }
-
-    /// Makes sure this process still holds the run (in a store: renews its
-    /// lease now), so that what it commits next is committed under its lock.
-    /// Without a lock, or on a local disk, there is nothing to check.
-    ///
-    /// # Errors
-    /// The lease was taken or removed, or cannot be renewed.
-    pub fn confirm_lock(&self) -> Result<()> {
-        let lease = self.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        lease.map_or(Ok(()), |lease| lease.renew())
-    }
-
-    /// Breaks the lock of a trainer that is gone (`capa-train unlock`):
-    /// in a store, removes the lease unless its holder is a running process
-    /// of this machine. A local lock ends with its process, so there it
-    /// only says who holds it. Returns what it did, for the user.
-    ///
-    /// # Errors
-    /// The holder runs here, or the store fails.
-    pub fn break_lock(&self) -> Result<String> {
-        match &self.place {
-            Place::Local(root) => {
-                let path = root.join(LOCK);
-                if !path.exists() {
-                    return Ok(format!("no trainer holds {}", self.location));
-                }
-                // Refused, naming the holder, while a trainer holds it.
-                drop(self.lock_local(root, &Claim::Run)?);
-                Ok(format!("no trainer holds {}: a local run's lock ends with its trainer's process", self.location))
-            }
-            Place::Store { .. } => {
-                let Some(bytes) = self.read(LOCK)? else {
-                    return Ok(format!("no trainer holds {}", self.location));
-                };
-                let holder = serde_json::from_slice::<Holder>(&bytes).ok();
-                if let Some(holder) = holder.as_ref().filter(|h| h.is_here() && process_runs(h.pid)) {
-                    bail!(
-                        "{} is held by {}, which is running on this machine: stop it (kill {}) instead",
-                        self.location,
-                        holder.describe(),
-                        holder.pid
-                    );
-                }
-                self.remove(LOCK)?;
-                Ok(match holder {
-                    Some(holder) if holder.unrenewed_for() < STALE_AFTER => format!(
-                        "removed the lock of {} (renewed {} ago): if that trainer still runs, it stops at its \
-                         next renewal",
-                        holder.describe(),
-                        span(holder.unrenewed_for())
-                    ),
-                    Some(holder) => format!(
-                        "removed the lock of {} (not renewed for {})",
-                        holder.describe(),
-                        span(holder.unrenewed_for())
-                    ),
-                    None => format!("removed {LOCK} ({} bytes, not a lock capa wrote)", bytes.len()),
-                })
-            }
-        }
-    }
-}
-
 impl Drop for RunLock<'_> {
     fn drop(&mut self) {
         if let Held::Store { lease, stop } = &self.held {
             stop.store(true, Ordering::Relaxed);
             if lease.claim == Claim::Run {
-                *self.dir.lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                *self.lease_slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             }
             lease.release();
         }
@@ -508,7 +376,7 @@ impl Drop for RunLock<'_> {
 /// The renewing thread: renews every [`RENEW_EVERY`] until `stop`; a lost
 /// lease ends the process (what a kill would do, which the run survives),
 /// a store that fails is tried again at the next turn.
-fn keep_renewing(lease: &Lease, stop: &AtomicBool) {
+pub(super) fn keep_renewing(lease: &Lease, stop: &AtomicBool) {
     let tick = Duration::from_millis(100);
     loop {
         let mut waited = Duration::ZERO;
@@ -542,7 +410,7 @@ fn unix_now() -> u64 {
 }
 
 /// A duration for people: "42 s", "5 min", "3 h".
-fn span(duration: Duration) -> String {
+pub(super) fn span(duration: Duration) -> String {
     match duration.as_secs() {
         s if s < 120 => format!("{s} s"),
         s if s < 7200 => format!("{} min", s / 60),
@@ -567,7 +435,7 @@ fn boot_id() -> String {
 }
 
 /// Whether process `pid` runs on this machine (one we may not signal runs too).
-fn process_runs(pid: u32) -> bool {
+pub(super) fn process_runs(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
     unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }

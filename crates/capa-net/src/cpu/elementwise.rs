@@ -9,7 +9,7 @@
 
 use rayon::prelude::*;
 
-use crate::ops::AdamWStep;
+use crate::adamw::AdamWStep;
 
 /// Elements per parallel task: large enough to amortise the scheduling.
 pub(crate) const CHUNK: usize = 1 << 14;

@@ -13,8 +13,8 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use crate::cpu_elementwise::{self, add_partial_sums};
-use crate::cpu_gemm::{Operand, matmul};
+use crate::cpu::elementwise::{self, add_partial_sums};
+use crate::cpu::gemm::{Operand, matmul};
 
 /// The dimensions of one attention.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +68,7 @@ fn probabilities(shape: AttentionShape, q: &[f32], k: &[f32], bias: &[f32], head
         Parallelism::None,
     );
     let (scale, bias) = (shape.scale(), &bias[head * tokens * tokens..][..tokens * tokens]);
-    cpu_elementwise::softmax_rows(out, tokens, |logit, index| logit * scale + bias[index]);
+    elementwise::softmax_rows(out, tokens, |logit, index| logit * scale + bias[index]);
 }
 
 fn check(shape: AttentionShape, tensors: &[&[f32]], bias: &[f32]) {
@@ -175,7 +175,7 @@ pub fn backward(
                     for ((dp, p), db) in
                         dp.chunks_exact_mut(tokens).zip(p.chunks_exact(tokens)).zip(head_bias.chunks_exact_mut(tokens))
                     {
-                        let dot = cpu_elementwise::dot(dp, p);
+                        let dot = elementwise::dot(dp, p);
                         for ((d, &p), b) in dp.iter_mut().zip(p).zip(db) {
                             *d = p * (*d - dot);
                             *b += *d;

@@ -1,5 +1,8 @@
-//! A small seeded generator for noise and move sampling: reproducible from
-//! a seed, with no dependency for three distributions.
+//! Seeded randomness for every crate: a small generator for noise, move
+//! sampling and data splits, reproducible from a seed, with no dependency
+//! for three distributions; and random openings.
+
+use crate::{Game, History, MoveList};
 
 /// SplitMix64's increment, the golden ratio in 64 bits.
 const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -97,9 +100,42 @@ impl Rng {
     }
 }
 
+/// A game of `plies` uniformly random legal moves from the start position,
+/// to vary the openings of matches and evaluations. It stops a move short
+/// of any move that would end the game, so the result is always playable.
+pub fn random_opening<G: Game>(plies: u32, rng: &mut Rng) -> History<G> {
+    let mut history = History::new(G::startpos());
+    let mut legal = MoveList::new();
+    for _ in 0..plies {
+        history.current().legal_moves(&mut legal);
+        if legal.is_empty() {
+            break;
+        }
+        history.play(legal[(rng.next_u64() % legal.len() as u64) as usize]);
+        if history.outcome().is_some() {
+            history.undo();
+            break;
+        }
+    }
+    history
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Rng;
+    use super::{Rng, random_opening};
+    use crate::capablanca::Capablanca;
+    use crate::chess::Chess;
+
+    #[test]
+    fn random_openings_are_seeded_and_never_over() {
+        let opening = random_opening::<Capablanca>(8, &mut Rng::new(3));
+        assert_eq!(opening.moves().len(), 8);
+        assert_eq!(opening.moves(), random_opening::<Capablanca>(8, &mut Rng::new(3)).moves());
+        assert_ne!(opening.moves(), random_opening::<Capablanca>(8, &mut Rng::new(4)).moves());
+        for seed in 0..200 {
+            assert!(random_opening::<Chess>(40, &mut Rng::new(seed)).outcome().is_none());
+        }
+    }
 
     #[test]
     fn gamma_has_the_right_mean() {

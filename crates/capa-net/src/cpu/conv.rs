@@ -16,49 +16,10 @@ use std::cell::RefCell;
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use crate::cpu_elementwise::add_partial_sums;
-use crate::cpu_gemm::{Operand, matmul};
-use crate::cpu_winograd;
-
-/// The dimensions of one convolution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvShape {
-    /// Samples.
-    pub batch: usize,
-    /// Input channels.
-    pub inputs: usize,
-    /// Output channels.
-    pub outputs: usize,
-    /// Board rows.
-    pub height: usize,
-    /// Board columns.
-    pub width: usize,
-    /// Kernel side, odd.
-    pub kernel: usize,
-}
-
-impl ConvShape {
-    fn plane(&self) -> usize {
-        self.height * self.width
-    }
-
-    /// Rows of a sample's patch matrix: one per (input channel, kernel row,
-    /// kernel column).
-    fn patch(&self) -> usize {
-        self.inputs * self.kernel * self.kernel
-    }
-
-    /// Elements of the input, weight and output tensors.
-    pub fn lens(&self) -> (usize, usize, usize) {
-        let plane = self.plane();
-        (self.batch * self.inputs * plane, self.outputs * self.patch(), self.batch * self.outputs * plane)
-    }
-
-    /// The convolution whose forward pass is this one's input gradient.
-    fn transposed(self) -> Self {
-        Self { inputs: self.outputs, outputs: self.inputs, ..self }
-    }
-}
+use crate::cpu::conv_shape::ConvShape;
+use crate::cpu::elementwise::add_partial_sums;
+use crate::cpu::gemm::{Operand, matmul};
+use crate::cpu::winograd;
 
 thread_local! {
     /// Each thread's patch matrix, kept between calls: a fresh one per task
@@ -122,8 +83,8 @@ fn patches<'a>(shape: ConvShape, input: &'a [f32], buffer: &'a mut Vec<f32>) -> 
 /// `output = conv(input, weight) + bias`, shapes `[batch, inputs, h, w]`,
 /// `[outputs, inputs, k, k]`, `[outputs]` and `[batch, outputs, h, w]`.
 pub fn forward(shape: ConvShape, input: &[f32], weight: &[f32], bias: Option<&[f32]>, output: &mut [f32]) {
-    if cpu_winograd::suits(shape) {
-        return cpu_winograd::forward(shape, input, weight, bias, output);
+    if winograd::suits(shape) {
+        return winograd::forward(shape, input, weight, bias, output);
     }
     let (input_len, weight_len, output_len) = shape.lens();
     assert_eq!((input.len(), weight.len(), output.len()), (input_len, weight_len, output_len), "conv: {shape:?}");
@@ -183,8 +144,8 @@ pub fn input_grad(shape: ConvShape, weight: &[f32], output_grad: &[f32], input_g
 /// The gradient of the weight: the sum over samples of output gradient
 /// `[outputs, squares]` x patches transposed `[squares, patch]`.
 pub fn weight_grad(shape: ConvShape, input: &[f32], output_grad: &[f32], weight_grad: &mut [f32]) {
-    if cpu_winograd::suits(shape) {
-        return cpu_winograd::weight_grad(shape, input, output_grad, weight_grad);
+    if winograd::suits(shape) {
+        return winograd::weight_grad(shape, input, output_grad, weight_grad);
     }
     let (input_len, weight_len, output_len) = shape.lens();
     assert_eq!(
@@ -279,7 +240,7 @@ mod tests {
     }
 
     fn values(count: usize, seed: u64) -> Vec<f32> {
-        let mut rng = capa_mcts::Rng::new(seed);
+        let mut rng = capa_rules::Rng::new(seed);
         (0..count).map(|_| (rng.next_u64() % 2001) as f32 / 1000.0 - 1.0).collect()
     }
 

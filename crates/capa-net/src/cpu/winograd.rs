@@ -2,7 +2,7 @@
 //! block of the output comes from a 4x4 block of the input through 16
 //! multiplications per (input, output) channel pair instead of 36, so the
 //! matrix products, which are most of a convolution's time, do 2.25 times
-//! less work than the patch-matrix products of `cpu_conv`.
+//! less work than the patch-matrix products of `conv`.
 //!
 //! With `d` a 4x4 input tile, `g` a 3x3 filter and `Y` the 2x2 output tile:
 //! `U = G g G^T`, `V = B^T d B`, `M = sum over input channels of U . V`
@@ -20,9 +20,9 @@ use std::cell::RefCell;
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use crate::cpu_conv::ConvShape;
-use crate::cpu_elementwise::{add_partial_sums, vectorized};
-use crate::cpu_gemm::{Operand, matmul};
+use crate::cpu::conv_shape::ConvShape;
+use crate::cpu::elementwise::{add_partial_sums, vectorized};
+use crate::cpu::gemm::{Operand, matmul};
 
 /// Samples transformed together, one per vector lane.
 const LANES: usize = 8;
@@ -268,7 +268,7 @@ fn transform_output(tiling: Tiling, outputs: usize, products: &[Lanes], bias: Op
 }
 
 /// `output = conv(input, weight) + bias` for a 3x3 kernel; shapes as
-/// `cpu_conv::forward`'s, and [`suits`] must hold.
+/// `conv::forward`'s, and [`suits`] must hold.
 pub fn forward(shape: ConvShape, input: &[f32], weight: &[f32], bias: Option<&[f32]>, output: &mut [f32]) {
     let (input_len, weight_len, output_len) = shape.lens();
     assert_eq!((input.len(), weight.len(), output.len()), (input_len, weight_len, output_len), "conv: {shape:?}");

@@ -4,7 +4,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use crate::cpu_elementwise::{CHUNK, add_partial_sums};
+use crate::cpu::elementwise::{CHUNK, add_partial_sums};
 
 /// One operand of a matrix product: its elements and the distance between
 /// consecutive rows and columns.
