@@ -14,8 +14,8 @@
 #   SOAK_SECONDS=1800 scripts/soak.sh       # the length (split between the stores)
 #   SOAK_SEED=7 scripts/soak.sh             # another sequence of faults
 #   SOAK_STORES=local scripts/soak.sh       # one store only: s3, local
-#   CAPA_BIN_DIR=target/quick-release scripts/soak.sh   # binaries already built
-#                                           # (CI: by scripts/test.sh); default: a release build
+#   CAPA_BIN_DIR=target/quick-release scripts/soak.sh   # capa-train and capa-fault-proxy
+#                                           # already built there (CI); default: a release build
 #
 # Needs moto_server (scripts/test.sh installs it, or CAPA_MOTO_SERVER), and
 # root for the small disk (a tmpfs; without it the disk-full faults are
