@@ -45,6 +45,15 @@ fn gpu() -> DeviceSpec {
     DeviceSpec::new(backend, 0)
 }
 
+/// Holds the device for one test at a time. Lavapipe runs every dispatch
+/// on all the cores and wgpu waits for it by spinning, so two tests at once
+/// on a small machine take far longer than the two in turn; in turn, the
+/// later tests also reuse the kernels the earlier ones compiled.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DEVICE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Named quantities, each flattened.
 type Values = BTreeMap<String, Vec<f32>>;
 
@@ -277,6 +286,7 @@ impl BackendTask for Ops {
 
 #[test]
 fn wgpu_ops_match_the_cpu_kernels() {
+    let _device = one_at_a_time();
     let (cpu, gpu) = on_both(Ops { seed: 17 });
     // Sums over up to 3,000 products in a different order, and exp/tanh
     // from another library: a few ulps of f32 on each term; the weight
@@ -480,6 +490,7 @@ fn step_parity<G: NetGame>(config: NetConfig) {
 /// the rounding flips).
 #[test]
 fn wgpu_half_precision_step_is_close_to_the_cpu() {
+    let _device = one_at_a_time();
     for precision in [Precision::F16, Precision::Bf16] {
         let task = step::<Capablanca>(narrow(GameKind::Capablanca, PolicyHeadKind::Conv), precision);
         let cpu = with_backend(DeviceSpec::CPU, Step { precision: Precision::F32, ..task.clone() }).unwrap();
@@ -507,12 +518,14 @@ fn wgpu_half_precision_step_is_close_to_the_cpu() {
 
 #[test]
 fn wgpu_training_step_matches_the_cpu_for_capablanca() {
+    let _device = one_at_a_time();
     step_parity::<Capablanca>(narrow(GameKind::Capablanca, PolicyHeadKind::Conv));
 }
 
 /// Chess with every architecture option away from its default.
 #[test]
 fn wgpu_training_step_matches_the_cpu_for_chess_with_every_option() {
+    let _device = one_at_a_time();
     step_parity::<Chess>(NetConfig {
         ffn: FfnKind::Swiglu,
         norm: NormKind::Rms,
@@ -537,6 +550,7 @@ impl BackendTask for Nothing {
 #[cfg(feature = "wgpu")]
 #[test]
 fn a_missing_wgpu_device_is_an_error_naming_those_there_are() {
+    let _device = one_at_a_time();
     let err = with_backend(DeviceSpec::new(BackendKind::Wgpu, 99), Nothing).unwrap_err().to_string();
     assert!(err.contains("no device 99") && err.contains("wgpu:0"), "{err}");
     let wgpu = DeviceSpec::new(BackendKind::Wgpu, 0);
