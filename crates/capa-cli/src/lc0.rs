@@ -16,7 +16,9 @@ pub enum Lc0Command {
     /// One record per move (the position before it): input format 1 (the
     /// classical 112 planes), Lc0's 1858-move policy with castling as
     /// king-takes-rook and black's moves mirrored, the result from the side
-    /// to move, plies left counting down to 0. Each game is one gzip file
+    /// to move, plies left counting down to 1 (the plies to the end, the move
+    /// to play included, as Lc0 and capa's self-play count; trainingdata-tool
+    /// writes one less). Each game is one gzip file
     /// `game_NNNNNN.gz`, numbered in PGN order whatever --threads is, in
     /// `<name>-N/` folders of --files-per-dir files under --output-dir; each
     /// file is written atomically. A game that cannot be converted (bad or

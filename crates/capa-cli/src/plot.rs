@@ -36,7 +36,7 @@ impl PlotCommand {
     /// # Errors
     /// A run that cannot be read or has no metrics, or a folder that cannot be written.
     pub fn run(&self) -> Result<()> {
-        let run = capa_train::RunDir::open(&self.run)?;
+        let run = capa_rundir::RunDir::open(&self.run)?;
         let written = capa_gui::write_plots(&run, &self.out, self.x)?;
         println!("wrote {} plots to {}", written.len(), self.out.display());
         Ok(())

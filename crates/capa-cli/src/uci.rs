@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_data::centipawns;
+use capa_data::{centipawns, wdl_per_mille};
 use capa_mcts::{
     CachedEvaluator, KldStop, Limits, MoveInfo, PLAY_PARALLEL_SIMS, Proof, SearchParams, SearchResult, StopReason, Tree,
 };
@@ -606,7 +606,7 @@ impl Search {
                 let mut line =
                     format!("info depth 1 seldepth 1 time {ms} nodes {} nps {nps} score cp {cp}", result.visits);
                 if self.show_wdl {
-                    let [w, d, l] = wdl(result.q, result.d);
+                    let [w, d, l] = wdl_per_mille(result.q, result.d);
                     line.push_str(&format!(" wdl {w} {d} {l}"));
                 }
                 line.push_str(&format!(" pv {}", first.mv));
@@ -625,7 +625,7 @@ impl Search {
                 score(m)
             );
             if self.show_wdl {
-                let [w, d, l] = wdl(m.q, m.d);
+                let [w, d, l] = wdl_per_mille(m.q, m.d);
                 line.push_str(&format!(" wdl {w} {d} {l}"));
             }
             line.push_str(&format!(" pv {}", pv.join(" ")));
@@ -667,14 +667,6 @@ fn score<G: Game>(m: &MoveInfo<G>) -> String {
         (None, Proof::Draw) => "cp 0".to_string(),
         (None, _) => format!("cp {}", centipawns(m.q).round() as i64),
     }
-}
-
-/// Win, draw and loss per mille from Q (win minus loss) and the draw probability.
-fn wdl(q: f32, d: f32) -> [u32; 3] {
-    let per_mille = |v: f32| (v.clamp(0.0, 1.0) * 1000.0).round() as u32;
-    let w = per_mille((1.0 + q - d) / 2.0);
-    let d = per_mille(d).min(1000 - w);
-    [w, d, 1000 - w - d]
 }
 
 /// Splits `setoption name N [value V]`; names and values may hold spaces.
@@ -827,11 +819,6 @@ mod tests {
 
     #[test]
     fn scores_and_wdl_follow_the_protocol() {
-        assert_eq!(wdl(0.0, 1.0), [0, 1000, 0]);
-        assert_eq!(wdl(1.0, 0.0), [1000, 0, 0]);
-        assert_eq!(wdl(-0.2, 0.3), [250, 300, 450]);
-        let [w, d, l] = wdl(0.3331, 0.3331);
-        assert_eq!(w + d + l, 1000);
         let info = |proof| MoveInfo::<Chess> {
             mv: Chess::startpos().parse_move("e2e4").unwrap(),
             visits: 1,

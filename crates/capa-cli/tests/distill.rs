@@ -10,8 +10,9 @@ use capa_data::{PolicyTarget, TeacherGame, policy_target};
 use capa_rules::Game;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
+use capa_uci::engine_for_test;
 
-use crate::{capa, locate, scratch, stderr, stdout};
+use crate::{capa, scratch, stderr, stdout};
 
 /// The teacher files in `dir`, sorted; none while it does not exist.
 fn teacher_files(dir: &Path) -> Vec<PathBuf> {
@@ -75,7 +76,7 @@ fn gen_args<'a>(engine: &'a str, variant: &'a str, out: &'a str, games: &'a str)
 
 #[test]
 fn stockfish_teaches_chess_on_two_workers_and_a_generation_resumes() {
-    let Some(engine) = locate("stockfish") else { return };
+    let Some(engine) = engine_for_test("stockfish") else { return };
     let engine = engine.to_str().unwrap();
     let out = scratch("distill-chess");
     let _ = std::fs::remove_dir_all(&out);
@@ -108,7 +109,7 @@ fn stockfish_teaches_chess_on_two_workers_and_a_generation_resumes() {
 
 #[test]
 fn explored_games_play_random_moves_and_keep_the_engines_analysis() {
-    let Some(engine) = locate("stockfish") else { return };
+    let Some(engine) = engine_for_test("stockfish") else { return };
     let out = scratch("distill-explore");
     let _ = std::fs::remove_dir_all(&out);
     let args =
@@ -138,7 +139,7 @@ fn explored_games_play_random_moves_and_keep_the_engines_analysis() {
 
 #[test]
 fn a_killed_generation_resumes_with_nothing_half_written() {
-    let Some(engine) = locate("stockfish") else { return };
+    let Some(engine) = engine_for_test("stockfish") else { return };
     let engine = engine.to_str().unwrap();
     let out = scratch("distill-kill");
     let _ = std::fs::remove_dir_all(&out);
@@ -166,7 +167,7 @@ fn a_killed_generation_resumes_with_nothing_half_written() {
 
 #[test]
 fn fairy_stockfish_teaches_capablanca() {
-    let Some(engine) = locate("fairy-stockfish") else { return };
+    let Some(engine) = engine_for_test("fairy-stockfish") else { return };
     let out = scratch("distill-capablanca");
     let _ = std::fs::remove_dir_all(&out);
     let run = capa(&gen_args(engine.to_str().unwrap(), "capablanca", out.to_str().unwrap(), "1"));
@@ -212,7 +213,7 @@ fn generation_errors_are_clear() {
     assert!(stderr(&zero).contains("must each be at least 1"), "{}", stderr(&zero));
     let explore = capa(&[&gen_args("stockfish", "chess", out_s, "1")[..], &["--explore", "1.5"]].concat());
     assert!(stderr(&explore).contains("--explore is a probability"), "{}", stderr(&explore));
-    if let Some(engine) = locate("stockfish") {
+    if let Some(engine) = engine_for_test("stockfish") {
         let chess_only = capa(&gen_args(engine.to_str().unwrap(), "capablanca", out_s, "1"));
         assert!(stderr(&chess_only).contains("cannot play capablanca"), "{}", stderr(&chess_only));
     }

@@ -6,8 +6,9 @@ use std::process::{Command, Stdio};
 use capa_rules::Game;
 use capa_rules::GameKind;
 use capa_rules::go::Go9;
+use capa_uci::engine_for_test;
 
-use crate::{capa, locate, network, stderr, stdout};
+use crate::{capa, network, stderr, stdout};
 
 /// Runs `capa gtp` on `input` and returns its answers (each without its
 /// closing empty line) and whether it exited cleanly.
@@ -92,7 +93,7 @@ fn gtp_and_uci_refuse_each_others_networks() {
 
 #[test]
 fn a_go_network_plays_gnu_go_without_an_illegal_move() {
-    let Some(gnugo) = locate("gnugo") else { return };
+    let Some(gnugo) = engine_for_test("gnugo") else { return };
     let net = network(GameKind::Go9, "a");
     let gnugo = format!("{} --mode gtp --level 1", gnugo.display());
     let out = capa(&["match", net.to_str().unwrap(), &gnugo, "--games", "2", "--nodes", "8", "--random-plies", "0"]);

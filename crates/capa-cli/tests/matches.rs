@@ -2,8 +2,9 @@
 //! players.
 
 use capa_rules::GameKind;
+use capa_uci::engine_for_test;
 
-use crate::{capa, locate, network, scratch, script, stderr, stdout};
+use crate::{capa, network, scratch, script, stderr, stdout};
 
 /// The numbers of the summary line `... +W =D -L of N games, ...`.
 fn tally(out: &str) -> (u32, u32, u32, u32) {
@@ -44,7 +45,7 @@ fn two_networks_play_a_match_with_a_pgn() {
 
 #[test]
 fn a_network_plays_fairy_stockfish_at_its_lowest_elo() {
-    let Some(engine) = locate("fairy-stockfish") else { return };
+    let Some(engine) = engine_for_test("fairy-stockfish") else { return };
     let net = network(GameKind::Capablanca, "a");
     let out = capa(&[
         "match",
@@ -123,7 +124,7 @@ fn bad_match_arguments_are_clear_errors() {
 
 #[test]
 fn elo_bisects_over_fairy_stockfish_levels() {
-    let Some(engine) = locate("fairy-stockfish") else { return };
+    let Some(engine) = engine_for_test("fairy-stockfish") else { return };
     let net = network(GameKind::Capablanca, "a");
     let out = capa(&[
         "elo",
@@ -165,7 +166,7 @@ fn elo_needs_an_engine_whose_strength_can_be_set() {
     let out = capa(&["elo", "--net", net.to_str().unwrap(), "--engine", &plain]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("UCI_LimitStrength"), "{}", stderr(&out));
-    let Some(engine) = locate("fairy-stockfish") else { return };
+    let Some(engine) = engine_for_test("fairy-stockfish") else { return };
     let out = capa(&["elo", "--net", net.to_str().unwrap(), "--engine", engine.to_str().unwrap(), "--low", "100"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("UCI_Elo range"), "{}", stderr(&out));

@@ -169,20 +169,6 @@ pub fn script(name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
-/// The engine binary in PATH or /usr/games (where Debian puts it); `None`
-/// skips only when `CAPA_SKIP_ENGINE_TESTS=1`.
-pub fn locate(binary: &str) -> Option<PathBuf> {
-    let found = capa_uci::find_program(std::path::Path::new(binary));
-    if found.is_none() {
-        assert_eq!(
-            std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(),
-            Ok("1"),
-            "{binary} not found in PATH or /usr/games: run scripts/test.sh, which installs it"
-        );
-    }
-    found
-}
-
 /// A move in UCI notation that is legal after `moves` from the start.
 pub fn is_legal_after<G: Game>(moves: &[&str], best: &str) -> bool {
     let mut history = History::new(G::startpos());

@@ -7,12 +7,12 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-use crate::{is_legal_after, locate, network, script};
+use crate::{is_legal_after, network, script};
 use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, MoveList};
-use capa_uci::{Go, UciEngine, UciError, UciScore};
+use capa_uci::{Go, UciEngine, UciError, UciScore, engine_for_test};
 
 fn engine_command(net: &Path) -> String {
     format!("{} uci --net {}", env!("CARGO_BIN_EXE_capa"), net.display())
@@ -246,7 +246,7 @@ fn client_reports_engines_that_fail() {
 
 #[test]
 fn client_drives_fairy_stockfish() {
-    let Some(path) = locate("fairy-stockfish") else { return };
+    let Some(path) = engine_for_test("fairy-stockfish") else { return };
     let mut engine = UciEngine::start(&path.display().to_string()).unwrap();
     let elo = engine.option("UCI_Elo").expect("Fairy-Stockfish has UCI_Elo");
     assert!(matches!(elo.kind, capa_uci::OptionKind::Spin { min, max } if min < max));

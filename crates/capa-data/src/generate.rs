@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use capa_rules::{Game, History, MoveList};
 use capa_rules::{Rng, mix, random_opening};
-use capa_uci::{Go, UciEngine, position_command};
+use capa_uci::{Go, Restarting, UciEngine, position_command};
 
 use crate::{
     Candidate, Ending, TEACHER_EXTENSION, TeacherGame, read_openings, remove_stale_temporaries, write_atomically,
@@ -248,7 +248,7 @@ fn worker<G: Game>(
     on_event: &(dyn Fn(GenerationEvent) + Sync),
     started: Instant,
 ) -> Result<()> {
-    let mut engine: Option<(UciEngine, String)> = None;
+    let mut engine: Restarting<(UciEngine, String)> = Restarting::default();
     while !stop.load(Ordering::Relaxed) {
         let Some(&index) = missing.get(next.fetch_add(1, Ordering::Relaxed)) else { return Ok(()) };
         let opening = match openings {
@@ -257,17 +257,14 @@ fn worker<G: Game>(
         };
         let mut result = Err(anyhow::anyhow!("not played"));
         for _attempt in 0..2 {
-            if engine.is_none() {
-                engine = Some(start_engine::<G>(args)?);
-            }
-            let (uci, teacher) = engine.as_mut().expect("just started");
+            let (uci, teacher) = engine.get_or_start(|| start_engine::<G>(args))?;
             let explore = Rng::new(mix(args.seed ^ EXPLORE_SEED, index as u64));
             result = play_game(uci, teacher, &opening, explore, args);
             match &result {
                 Ok(_) => break,
                 Err(e) => {
                     on_event(GenerationEvent::Retry { index, error: format!("{e:#}") });
-                    engine = None;
+                    engine.failed();
                 }
             }
         }

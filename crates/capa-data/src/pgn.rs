@@ -18,12 +18,10 @@ pub fn to_pgn<G: Game>(record: &GameRecord<G>, event: &str, round: &str) -> Stri
     for (&m, search) in record.moves.iter().zip(&record.plies) {
         let root = search.root;
         let white_q = if position.turn() == Color::White { root.q } else { -root.q };
-        let per_mille = |v: f32| (v.clamp(0.0, 1.0) * 1000.0).round() as i32;
-        let (w, d) = (per_mille((1.0 + root.q - root.d) / 2.0), per_mille(root.d));
+        let [w, d, l] = wdl_per_mille(root.q, root.d);
         comments.push(format!(
-            "[%eval {:.2}] wdl {w}/{d}/{} ml {:.0}{}",
+            "[%eval {:.2}] wdl {w}/{d}/{l} ml {:.0}{}",
             centipawns(white_q) / 100.0,
-            1000 - w - d,
             root.m,
             if search.full_search { "" } else { " fast" }
         ));
@@ -135,6 +133,15 @@ pub fn centipawns(q: f32) -> f64 {
     111.714_640_912 * (1.562_068_842_1 * q).tan() + 0.0
 }
 
+/// Win, draw and loss per mille, as engines report `wdl`, from Q (win
+/// minus loss) and the draw probability: each from 0 to 1000, summing to 1000.
+pub fn wdl_per_mille(q: f32, d: f32) -> [u32; 3] {
+    let per_mille = |v: f32| (v.clamp(0.0, 1.0) * 1000.0).round() as u32;
+    let w = per_mille((1.0 + q - d) / 2.0);
+    let d = per_mille(d).min(1000 - w);
+    [w, d, 1000 - w - d]
+}
+
 /// The inverse of [`centipawns`]: the expected score (win minus loss) of
 /// an evaluation in centipawns, within (-1, 1).
 pub fn q_from_centipawns(cp: f64) -> f32 {
@@ -148,6 +155,18 @@ mod tests {
 
     use super::*;
     use crate::record::{Ending, PlyRecord, Resignation, SearchValues};
+
+    #[test]
+    fn wdl_per_mille_sums_to_a_thousand() {
+        assert_eq!(wdl_per_mille(0.0, 1.0), [0, 1000, 0]);
+        assert_eq!(wdl_per_mille(1.0, 0.0), [1000, 0, 0]);
+        assert_eq!(wdl_per_mille(-0.2, 0.3), [250, 300, 450]);
+        // Rounded separately, these would print a loss of -1.
+        for (q, d) in [(0.3331, 0.3331), (0.0005, 0.9995), (-1.0, 0.0), (0.9995, 0.0009)] {
+            let [w, d, l] = wdl_per_mille(q, d);
+            assert_eq!(w + d + l, 1000, "{q} {d}");
+        }
+    }
 
     #[test]
     fn centipawns_and_back() {

@@ -106,6 +106,16 @@ pub struct Resignation {
     pub would_have_resigned: Option<u32>,
 }
 
+/// The moves-left training target of the position before move `ply` of a
+/// game of `moves` moves: the plies to the game's end, the move to play
+/// included, so 1 before the last move. The search counts the same way (an
+/// ended game's node has 0, each parent one more), and so do Lc0's own
+/// training data and the tablebase rescorer; trainingdata-tool writes one
+/// less. Self-play and V6 conversion both use this.
+pub fn plies_to_end(moves: usize, ply: usize) -> f32 {
+    moves.saturating_sub(ply) as f32
+}
+
 /// The extension of game record files, as self-play and `capa sgf
 /// convert` name them.
 pub const RECORD_EXTENSION: &str = "capa";

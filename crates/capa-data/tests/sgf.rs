@@ -120,18 +120,9 @@ proptest! {
     }
 }
 
-/// GNU Go, or `None` to skip (only with `CAPA_SKIP_ENGINE_TESTS=1`).
-fn gnugo() -> Option<std::path::PathBuf> {
-    let found = capa_uci::find_program(std::path::Path::new("gnugo"));
-    if found.is_none() {
-        assert_eq!(std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(), Ok("1"), "gnugo not found: run scripts/test.sh");
-    }
-    found
-}
-
 #[test]
 fn games_gnu_go_wrote_replay_to_the_stones_gnu_go_loads() {
-    let Some(gnugo) = gnugo() else { return };
+    let Some(gnugo) = capa_uci::engine_for_test("gnugo") else { return };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-sgf-gnugo");
     std::fs::create_dir_all(&dir).unwrap();
     for (seed, size, moves) in [(1, 9, 200), (2, 9, 200), (3, 9, 120), (4, 13, 250)] {

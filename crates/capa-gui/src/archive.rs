@@ -13,7 +13,7 @@ use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game};
-use capa_train::RunDir;
+use capa_rundir::{RunDir, keys};
 
 /// Who played a game, how it ended and where it came from.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -165,8 +165,8 @@ pub fn first_pgn_game(text: &str) -> Result<(GameKind, SourceGame), String> {
 /// # Errors
 /// The failure to list the folder; a record that cannot be read is skipped.
 pub fn read_run_games(run: &RunDir, game: GameKind, sink: &mut impl GameSink, report: &mut ReadReport) -> Result<()> {
-    let mut entries = run.list("games")?;
-    entries.retain(|e| e.key.ends_with(".capa"));
+    let mut entries = run.list(keys::GAMES)?;
+    entries.retain(|e| keys::is_game(&e.key));
     entries.sort_by(|a, b| a.key.cmp(&b.key));
     for entry in entries {
         let Some(bytes) = run.read(&entry.key)? else { continue };
@@ -201,24 +201,9 @@ pub fn record_meta<G: Game>(record: &GameRecord<G>, key: &str) -> GameMeta {
 /// # Errors
 /// The failure to read the run, or a `LATEST` naming a missing network.
 pub fn latest_network(run: &RunDir) -> Result<Option<(String, std::path::PathBuf)>> {
-    let Some(latest) = run.read("LATEST")? else { return Ok(None) };
-    let name = format!("{}.safetensors", String::from_utf8_lossy(&latest).trim());
-    let key = format!("nets/{name}");
+    let Some(latest) = run.read(keys::LATEST)? else { return Ok(None) };
+    let key = keys::network(String::from_utf8_lossy(&latest).trim());
     let path =
         run.local_copy(&key)?.with_context(|| format!("LATEST in {} names {key}, which is missing", run.location()))?;
-    Ok(Some((name, path)))
-}
-
-/// The game a run plays, from the `config.toml` it keeps.
-///
-/// # Errors
-/// A run without a readable config.
-pub fn run_game(run: &RunDir) -> Result<GameKind> {
-    let text = run
-        .read("config.toml")?
-        .with_context(|| format!("{} has no config.toml: is it a capa-train run directory?", run.location()))?;
-    let text = String::from_utf8(text).with_context(|| format!("{}/config.toml is not UTF-8", run.location()))?;
-    let config = capa_train::RunConfig::parse(&text, &[])
-        .with_context(|| format!("cannot read {}/config.toml", run.location()))?;
-    Ok(config.net_config()?.game)
+    Ok(Some((keys::file_name(&key).to_string(), path)))
 }

@@ -396,7 +396,7 @@ pub struct Sources<'a> {
     /// PGN files, `.pgn` or `.pgn.gz`.
     pub pgn: &'a [PathBuf],
     /// A run and the game it plays.
-    pub run: Option<(&'a capa_train::RunDir, GameKind)>,
+    pub run: Option<(&'a capa_rundir::RunDir, GameKind)>,
 }
 
 impl Sources<'_> {
@@ -412,7 +412,7 @@ impl Sources<'_> {
         }
         if let Some((run, _)) = self.run {
             text.push_str(run.location());
-            let mut entries = run.list("games")?;
+            let mut entries = run.list(capa_rundir::keys::GAMES)?;
             entries.sort_by(|a, b| a.key.cmp(&b.key));
             for entry in entries {
                 let modified = entry.modified.duration_since(std::time::UNIX_EPOCH).ok();

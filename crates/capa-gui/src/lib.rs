@@ -61,8 +61,8 @@ impl Gui {
     pub fn open(options: &GuiOptions) -> Result<Gui> {
         let run = match &options.run {
             Some(location) => {
-                let run = capa_train::RunDir::open(location)?;
-                let game = archive::run_game(&run)?;
+                let run = capa_rundir::RunDir::open(location)?;
+                let game = run.game()?;
                 Some((Arc::new(run), game))
             }
             None => None,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use anyhow::{Context, Result, bail};
-use capa_train::RunDir;
+use capa_rundir::{MetricsLine, RunDir, keys, read_metrics};
 use plotters::prelude::*;
 use serde_json::Value;
 
@@ -21,7 +21,8 @@ const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 pub enum XAxis {
     /// The iteration.
     Iteration,
-    /// Hours of self-play, training and checkpoints since the run began.
+    /// Hours of the run's iterations (self-play, training, measuring,
+    /// checkpoints) since it began.
     Hours,
 }
 
@@ -65,20 +66,17 @@ struct Series {
 }
 
 /// The series of metrics lines `lines`, over `x`.
-fn series(lines: &[Value], x: XAxis) -> Vec<Series> {
+fn series(lines: &[MetricsLine], x: XAxis) -> Vec<Series> {
     let mut all: Vec<Series> = Vec::new();
     let mut hours = 0.0;
     for line in lines {
-        let numbers = flatten(line);
-        let get = |key: &str| numbers.iter().find(|(k, _)| k == key).map(|&(_, v)| v);
-        hours += ["seconds_selfplay", "seconds_train", "seconds_checkpoint"].iter().filter_map(|k| get(k)).sum::<f64>()
-            / 3600.0;
-        let Some(at) = (match x {
-            XAxis::Iteration => get("iteration"),
-            XAxis::Hours => Some(hours),
-        }) else {
-            continue;
+        hours += line.seconds() / 3600.0;
+        let at = match x {
+            XAxis::Iteration => line.iteration as f64,
+            XAxis::Hours => hours,
         };
+        let numbers = flatten(&serde_json::to_value(line).unwrap_or_default());
+        let get = |key: &str| numbers.iter().find(|(k, _)| k == key).map(|&(_, v)| v);
         for (name, value) in &numbers {
             if name == "iteration" || name.ends_with("_low") || name.ends_with("_high") {
                 continue;
@@ -100,13 +98,12 @@ fn series(lines: &[Value], x: XAxis) -> Vec<Series> {
 /// # Errors
 /// A run without metrics, or a file that cannot be written.
 pub fn write_plots(run: &RunDir, out: &Path, x: XAxis) -> Result<Vec<PathBuf>> {
-    let bytes = run
-        .read("metrics.jsonl")?
-        .with_context(|| format!("{} has no metrics.jsonl yet: no iteration has finished", run.location()))?;
-    let lines: Vec<Value> =
-        String::from_utf8_lossy(&bytes).lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+    if run.read(keys::METRICS)?.is_none() {
+        bail!("{} has no {} yet: no iteration has finished", run.location(), keys::METRICS);
+    }
+    let lines = read_metrics(run)?;
     if lines.is_empty() {
-        bail!("{}/metrics.jsonl holds no complete line", run.location());
+        bail!("{}/{} holds no complete line", run.location(), keys::METRICS);
     }
     register_font();
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;

@@ -19,7 +19,7 @@ use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, History, MoveList};
-use capa_train::RunDir;
+use capa_rundir::{RunDir, keys, read_metrics};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -457,14 +457,12 @@ fn the_run(state: &AppState) -> ApiResult<(Arc<RunDir>, GameKind)> {
     state.run.clone().ok_or_else(|| ApiError::missing("no run: start capa gui with --run DIR for the dashboard"))
 }
 
-/// Every line of the run's `metrics.jsonl`, parsed (a line that is not
-/// JSON, such as one being written, is left out).
+/// Every line of the run's `metrics.jsonl` (a line that does not read,
+/// such as one being written, is left out).
 async fn run_metrics(State(state): State<Shared>) -> ApiResult<Json<Value>> {
     let (run, _) = the_run(&state)?;
     blocking(move || {
-        let bytes = run.read("metrics.jsonl").map_err(|e| ApiError::internal(&e))?.unwrap_or_default();
-        let lines: Vec<Value> =
-            String::from_utf8_lossy(&bytes).lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+        let lines = read_metrics(&run).map_err(|e| ApiError::internal(&e))?;
         Ok(json!({ "location": run.location(), "lines": lines }))
     })
     .await
@@ -475,8 +473,8 @@ async fn run_metrics(State(state): State<Shared>) -> ApiResult<Json<Value>> {
 async fn run_games(State(state): State<Shared>) -> ApiResult<Json<Value>> {
     let (run, game) = the_run(&state)?;
     blocking(move || {
-        let mut entries = run.list("games").map_err(|e| ApiError::internal(&e))?;
-        entries.retain(|e| e.key.ends_with(".capa"));
+        let mut entries = run.list(keys::GAMES).map_err(|e| ApiError::internal(&e))?;
+        entries.retain(|e| keys::is_game(&e.key));
         entries.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.key.cmp(&a.key)));
         let mut games = Vec::new();
         for entry in entries.iter().take(RUN_GAMES_LISTED) {
@@ -516,8 +514,7 @@ async fn run_game(
     let q = query(q)?;
     let (run, game) = the_run(&state)?;
     let key = q.key;
-    let inside = key.starts_with("games/")
-        && key.ends_with(".capa")
+    let inside = keys::is_game(&key)
         && key.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
         && !key.contains('\\');
     if !inside {

@@ -6,7 +6,7 @@ use crate::common::{scratch, tiny_run};
 
 #[test]
 fn every_metric_becomes_a_png() {
-    let run = capa_train::RunDir::open(tiny_run()).unwrap();
+    let run = capa_rundir::RunDir::open(tiny_run()).unwrap();
     let out = scratch("plots");
     for x in [XAxis::Iteration, XAxis::Hours] {
         let written = write_plots(&run, &out, x).unwrap();
@@ -24,6 +24,6 @@ fn every_metric_becomes_a_png() {
         }
     }
     let empty = scratch("plots-empty");
-    let error = write_plots(&capa_train::RunDir::open(&empty).unwrap(), &out, XAxis::Iteration).unwrap_err();
+    let error = write_plots(&capa_rundir::RunDir::open(&empty).unwrap(), &out, XAxis::Iteration).unwrap_err();
     assert!(format!("{error:#}").contains("no metrics.jsonl"), "{error:#}");
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use capa_data::plies_to_end;
 use capa_rules::chess::Chess;
 use capa_rules::{Color, Game, History};
 use shakmaty::san::SanPlus;
@@ -275,7 +276,7 @@ pub fn convert_game(
             Some(w) if w == position.turn() => 1.0,
             Some(_) => -1.0,
         };
-        let plies_left = (count - 1 - i) as f32;
+        let plies_left = plies_to_end(count, i);
         records.push(V6Record {
             input_format: CLASSICAL_INPUT,
             probabilities,

@@ -262,7 +262,7 @@ fn results_plies_left_and_adjudication() {
     let results: Vec<f32> = game.records.iter().map(|r| r.result_q).collect();
     assert_eq!(results, [1.0, -1.0, 1.0, -1.0]);
     let plies: Vec<f32> = game.records.iter().map(|r| r.plies_left).collect();
-    assert_eq!(plies, [3.0, 2.0, 1.0, 0.0]);
+    assert_eq!(plies, [4.0, 3.0, 2.0, 1.0], "plies to the end, the move to play included");
     assert!(game.records.iter().all(|r| r.invariance_info == ADJUDICATED));
     assert_eq!(game.records[3].played_q, -1.0, "the last move's value is the result");
     assert_eq!(game.records[0].played_q, -game.records[1].best_q);

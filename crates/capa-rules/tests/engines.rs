@@ -7,9 +7,10 @@
 //! positions of each, the engine's `go perft 2` split is compared with ours
 //! move by move (Sjaak II: the perft 3 total, as its split uses its own move
 //! notation). A mismatch prints the FEN and the moves that differ.
-//! Without the engines the tests fail with the command that installs them,
-//! unless `CAPA_SKIP_ENGINE_TESTS=1`. Override a binary with
-//! `CAPA_FAIRY_STOCKFISH=/path`, `CAPA_STOCKFISH=/path` or `CAPA_SJAAKII=/path`.
+//! The engines are found by `capa_uci::engine_for_test`: without them the
+//! tests fail with the command that installs them, unless
+//! `CAPA_SKIP_ENGINE_TESTS=1`; `CAPA_FAIRY_STOCKFISH=/path` (and so on)
+//! overrides a binary.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -21,6 +22,7 @@ use std::time::Duration;
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, divide};
+pub(crate) use capa_uci::engine_for_test;
 
 use crate::common::{CAPABLANCA_FENS, CHESS_FENS, Rng, random_game};
 
@@ -140,27 +142,6 @@ impl Drop for Engine {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The engine binary, or `None` to skip (only when `CAPA_SKIP_ENGINE_TESTS=1`).
-pub(crate) fn locate(binary: &str, override_var: &str) -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(override_var) {
-        return Some(PathBuf::from(path));
-    }
-    let dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
-    let found = dirs.into_iter().chain([PathBuf::from("/usr/games")]).map(|d| d.join(binary)).find(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref() == Ok("1") {
-            eprintln!("skipping the {binary} cross-check: CAPA_SKIP_ENGINE_TESTS=1");
-            return None;
-        }
-        panic!(
-            "{binary} not found in PATH or /usr/games. Install it with \
-             `apt-get update && apt-get install -y fairy-stockfish stockfish sjaakii gnugo`, point {override_var} \
-             at it, or set CAPA_SKIP_ENGINE_TESTS=1 to skip engine cross-checks"
-        );
-    }
-    found
 }
 
 fn ours<G: Game>(pos: &G, depth: u32) -> BTreeMap<String, u64> {
@@ -305,7 +286,7 @@ fn random_capablanca_fen(rng: &mut Rng) -> String {
 
 #[test]
 fn capablanca_matches_fairy_stockfish() {
-    let Some(path) = locate("fairy-stockfish", "CAPA_FAIRY_STOCKFISH") else { return };
+    let Some(path) = engine_for_test("fairy-stockfish") else { return };
     let mut engine = Engine::start_uci(&path, Some("capablanca"));
     // The reference positions themselves, one ply deeper than the split.
     for fen in CAPABLANCA_FENS {
@@ -320,7 +301,7 @@ fn capablanca_matches_fairy_stockfish() {
 /// in the middle, castling rights beside attackers, en passant under pins.
 #[test]
 fn random_capablanca_positions_match_fairy_stockfish() {
-    let Some(path) = locate("fairy-stockfish", "CAPA_FAIRY_STOCKFISH") else { return };
+    let Some(path) = engine_for_test("fairy-stockfish") else { return };
     let mut engine = Engine::start_uci(&path, Some("capablanca"));
     let mut rng = Rng::new(8);
     let mut failures = Vec::new();
@@ -343,7 +324,7 @@ fn random_capablanca_positions_match_fairy_stockfish() {
 
 #[test]
 fn chess_matches_stockfish() {
-    let Some(path) = locate("stockfish", "CAPA_STOCKFISH") else { return };
+    let Some(path) = engine_for_test("stockfish") else { return };
     let mut engine = Engine::start_uci(&path, None);
     let compared = cross_check::<Chess>(&mut engine, &CHESS_FENS, 120, 6);
     assert!(compared >= 200, "only {compared} positions compared");
@@ -351,7 +332,7 @@ fn chess_matches_stockfish() {
 
 #[test]
 fn capablanca_matches_sjaak_ii() {
-    let Some(path) = locate("sjaakii", "CAPA_SJAAKII") else { return };
+    let Some(path) = engine_for_test("sjaakii") else { return };
     let mut engine = Engine::spawn(&path, &["-xboard"]);
     engine.send("variant capablanca");
     // Without `force` Sjaak II, as an xboard engine, would reply to each `setboard` with a move.

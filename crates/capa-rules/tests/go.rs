@@ -11,7 +11,7 @@ use capa_rules::go::{Cell, Go, Go9, Go13, Go19, GoMove, KoRule};
 use capa_rules::{Color, Game, GameResult, History, MoveList, Termination, perft};
 
 use crate::common::Rng;
-use crate::engines::{Engine, locate};
+use crate::engines::{Engine, engine_for_test};
 
 /// Plays space-separated vertices, each checked for legality.
 fn played<const N: usize>(mut go: Go<N>, vertices: &str) -> Go<N> {
@@ -215,7 +215,7 @@ struct GnuGo(Engine);
 
 impl GnuGo {
     fn start(size: usize, komi: f32) -> Option<GnuGo> {
-        let path = locate("gnugo", "CAPA_GNUGO")?;
+        let path = engine_for_test("gnugo")?;
         let size = size.to_string();
         let komi = komi.to_string();
         let engine = Engine::spawn(&path, &["--mode", "gtp", "--chinese-rules", "--boardsize", &size, "--komi", &komi]);

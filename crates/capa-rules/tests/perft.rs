@@ -1,8 +1,8 @@
 //! Perft against the counts of real engines (../shared/reference/perft.md).
 //!
-//! Lines above a few million leaves run only in release builds (the README's
-//! test command); the deepest are `#[ignore]`d:
-//! `cargo test --release -p capa-rules -- --ignored deep`.
+//! Lines above a few million leaves run only in optimised builds
+//! (scripts/test.sh builds in `quick-release`); the deepest are `#[ignore]`d:
+//! `cargo test --profile quick-release -p capa-rules -- --ignored deep`.
 
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
@@ -56,7 +56,7 @@ fn chess_suite() {
 }
 
 #[test]
-#[ignore = "deep perft, minutes: cargo test --release -p capa-rules -- --ignored deep"]
+#[ignore = "deep perft, minutes: cargo test --profile quick-release -p capa-rules -- --ignored deep"]
 fn deep_perft() {
     check::<Capablanca>(CAPABLANCA_FENS[0], &[(6, 1_015_802_437)], u64::MAX);
     check::<Chess>(CHESS_FENS[0], &[(6, 119_060_324)], u64::MAX);

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use capa_data::{GameRecord, PlyRecord};
+use capa_data::{GameRecord, PlyRecord, plies_to_end};
 use capa_mcts::HISTORY_LEN;
 use capa_net::NetGame;
 use capa_rules::Rng;
@@ -232,7 +232,7 @@ impl<G: NetGame> ReplayBuffer<G> {
                 for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
                     *target = (1.0 - game.q_weight) * z + game.q_weight * q;
                 }
-                *moves_left = (game.record.moves.len() - ply) as f32;
+                *moves_left = plies_to_end(game.record.moves.len(), ply);
                 if let Some(&next) = game.record.moves.get(ply + 2) {
                     future[game.positions[ply + 2].policy_index(next)] = 1.0;
                 }

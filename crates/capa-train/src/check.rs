@@ -15,11 +15,12 @@ use capa_data::{GameRecord, writer_gone};
 use capa_net::{NetGame, read_net_config};
 use capa_rules::for_game;
 
+use capa_rundir::keys::{self, LATEST, METRICS};
+use capa_rundir::{RunDir, Work, read_lines};
+
 use crate::commit::{network_hash, read_latest};
 use crate::config::RunConfig;
-use crate::games::{file_name, list_games, read_ledgers};
-use crate::keys::METRICS;
-use crate::rundir::RunDir;
+use crate::games::{list_games, read_ledgers};
 
 /// What [`check`] found.
 #[derive(Clone, Debug, Default)]
@@ -78,7 +79,7 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
     };
     if let Some(latest) = &latest {
         report.committed = latest.iteration;
-        let key = format!("checkpoints/{}", latest.checkpoint);
+        let key = keys::checkpoint(&latest.checkpoint);
         match dir.local_copy(&key) {
             Ok(Some(path)) => {
                 if let Err(e) = read_net_config(&path) {
@@ -90,8 +91,8 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
         }
     }
     // Every network against its name.
-    for entry in dir.list("nets")? {
-        let Some(hash) = file_name(&entry.key).strip_suffix(".safetensors") else { continue };
+    for entry in dir.list(keys::NETS)? {
+        let Some(hash) = keys::network_key_hash(&entry.key) else { continue };
         report.networks += 1;
         let verified = dir.local_copy(&entry.key).and_then(|path| {
             let path = path.ok_or_else(|| anyhow::anyhow!("gone while checking"))?;
@@ -104,32 +105,33 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
             Err(e) => problems.push(format!("{}: {e:#}", entry.key)),
         }
     }
-    let has_network = |hash: &str| dir.read(&format!("nets/{hash}.safetensors")).is_ok_and(|bytes| bytes.is_some());
-    if let Some(bytes) = dir.read("LATEST")? {
+    let has_network = |hash: &str| dir.read(&keys::network(hash)).is_ok_and(|bytes| bytes.is_some());
+    if let Some(bytes) = dir.read(LATEST)? {
         let hash = String::from_utf8_lossy(&bytes).trim().to_string();
         if !has_network(&hash) {
             problems.push(format!("LATEST names network {hash}, which is missing"));
         }
     }
     // A metrics line for each committed iteration, in order.
-    let text = String::from_utf8_lossy(&dir.read(METRICS)?.unwrap_or_default()).into_owned();
     let mut games_of = HashMap::new();
     let mut expected = 1;
-    for (number, line) in text.lines().enumerate() {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
-            problems.push(format!("{METRICS} line {}: not a whole JSON line", number + 1));
-            continue;
+    for (number, (_, line)) in read_lines(dir)?.into_iter().enumerate() {
+        let line = match line {
+            Ok(line) => line,
+            Err(e) => {
+                problems.push(format!("{METRICS} line {}: not a whole metrics line ({e})", number + 1));
+                continue;
+            }
         };
-        let iteration = value["iteration"].as_u64().unwrap_or(0);
-        if iteration != expected {
-            problems.push(format!("{METRICS} line {}: iteration {iteration}, expected {expected}", number + 1));
+        if line.iteration != expected {
+            problems.push(format!("{METRICS} line {}: iteration {}, expected {expected}", number + 1, line.iteration));
         }
-        expected = iteration + 1;
-        if let Some(games) = value["games"].as_u64() {
-            games_of.insert(iteration, games as usize);
+        expected = line.iteration + 1;
+        if let Work::SelfPlay(work) = &line.work {
+            games_of.insert(line.iteration, work.games as usize);
         }
-        if let Some(network) = value["network"].as_str().filter(|n| !has_network(n)) {
-            problems.push(format!("{METRICS} line {}: network {network} is missing", number + 1));
+        if !has_network(&line.network) {
+            problems.push(format!("{METRICS} line {}: network {} is missing", number + 1, line.network));
         }
     }
     // An uncommitted iteration's line is dropped by the resume; a missing one is lost.
@@ -140,14 +142,13 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
     let games = list_games(dir)?;
     report.games = games.len();
     let mut trained: HashMap<String, String> = HashMap::new();
-    for (ledger, keys) in read_ledgers(dir, report.committed)? {
-        let iteration = file_name(&ledger).strip_prefix("iter-").and_then(|s| s.strip_suffix(".txt"));
-        if let Some(counted) = iteration.and_then(|i| i.parse::<u64>().ok()).and_then(|i| games_of.get(&i))
-            && *counted != keys.len()
+    for (ledger, trained_games) in read_ledgers(dir, report.committed)? {
+        if let Some(counted) = keys::iteration_ledger_iteration(&ledger).and_then(|i| games_of.get(&i))
+            && *counted != trained_games.len()
         {
-            problems.push(format!("{ledger}: {} games, its metrics line says {counted}", keys.len()));
+            problems.push(format!("{ledger}: {} games, its metrics line says {counted}", trained_games.len()));
         }
-        for key in keys {
+        for key in trained_games {
             if let Some(first) = trained.insert(key.clone(), ledger.clone()) {
                 problems.push(format!("{key} trained on twice: in {first} and {ledger}"));
             }
@@ -169,10 +170,7 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
             Ok(None) => problems.push(format!("{}: gone while checking", game.key)),
             Err(e) => problems.push(format!("{e:#}")),
         }
-        let name = file_name(&game.key).strip_suffix(".capa").unwrap_or_default();
-        if let Some((worker, number)) = name.rsplit_once('-').filter(|(w, _)| !w.starts_with("local"))
-            && let Ok(number) = number.parse::<u64>()
-        {
+        if let Some((worker, number)) = keys::worker_game(&game.key) {
             numbers.entry(worker.to_string()).or_default().push(number);
         }
     }
@@ -189,8 +187,7 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
         }
     }
     for entry in dir.temporaries()? {
-        let name = entry.key.rsplit('/').next().unwrap_or(&entry.key);
-        report.notes.push(if writer_gone(name, Some(entry.modified)) {
+        report.notes.push(if writer_gone(keys::file_name(&entry.key), Some(entry.modified)) {
             format!("{}: a temporary file its writer left when it died; the trainer's next start removes it", entry.key)
         } else {
             format!("{}: a temporary file being written", entry.key)

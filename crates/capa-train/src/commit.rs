@@ -10,13 +10,10 @@ use capa_net::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::config::RunConfig;
-use crate::games::file_name;
-use crate::metrics::truncate_metrics;
-use crate::rundir::RunDir;
+use capa_rundir::keys::{self, COMMIT};
+use capa_rundir::{RunDir, truncate_metrics};
 
-/// The commit point of an iteration.
-const COMMIT: &str = "checkpoints/latest.json";
+use crate::config::RunConfig;
 
 /// The commit point of an iteration.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -61,7 +58,7 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
     let device = &devices[0];
     let mut resumed = match read_latest(dir)? {
         Some(latest) => {
-            let key = format!("checkpoints/{}", latest.checkpoint);
+            let key = keys::checkpoint(&latest.checkpoint);
             let path = dir
                 .local_copy(&key)?
                 .with_context(|| format!("{COMMIT} in {} names {key}, which is missing", dir.location()))?;
@@ -107,8 +104,8 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
     carried: Carried,
     record: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
-    let checkpoint = format!("iter-{iteration:06}.safetensors");
-    dir.save_with(&format!("checkpoints/{checkpoint}"), |path| Ok(save_checkpoint(trainer, path)?))?;
+    let checkpoint = keys::checkpoint_name(iteration);
+    dir.save_with(&keys::checkpoint(&checkpoint), |path| Ok(save_checkpoint(trainer, path)?))?;
     record()?;
     // Committed only under a lock that is still this trainer's.
     dir.confirm_lock()?;
@@ -121,7 +118,7 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
 pub(crate) fn publish_net<B: CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
     let bytes = net_bytes(net)?;
     let hash = network_hash(net.config(), &bytes);
-    dir.write(&format!("nets/{hash}.safetensors"), &bytes)?;
+    dir.write(&keys::network(&hash), &bytes)?;
     dir.publish_latest(&hash)?;
     Ok(hash)
 }
@@ -149,9 +146,8 @@ pub(crate) fn read_latest(dir: &RunDir) -> Result<Option<Latest>> {
 /// Keeps the latest checkpoint and the newest `keep` whose iteration is a multiple of `every`.
 fn prune_checkpoints(dir: &RunDir, latest: u64, every: u64, keep: usize) -> Result<()> {
     let mut numbered: Vec<(u64, String)> = Vec::new();
-    for entry in dir.list("checkpoints")? {
-        let iteration = file_name(&entry.key).strip_prefix("iter-").and_then(|n| n.strip_suffix(".safetensors"));
-        if let Some(iteration) = iteration.and_then(|n| n.parse::<u64>().ok()) {
+    for entry in dir.list(keys::CHECKPOINTS)? {
+        if let Some(iteration) = keys::checkpoint_iteration(&entry.key) {
             numbered.push((iteration, entry.key));
         }
     }

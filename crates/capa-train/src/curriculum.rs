@@ -12,7 +12,7 @@ use anyhow::Result;
 use capa_data::{PlyRecord, SearchValues};
 use capa_play::{MatchScore, UciPlayer};
 use capa_rules::{Color, Game, GameResult, History};
-use serde::Serialize;
+use capa_rundir::CurriculumReport;
 
 use crate::config::CurriculumSection;
 
@@ -23,21 +23,6 @@ pub struct Curriculum {
     /// Share of games played against the engine.
     pub fraction: f32,
     score: MatchScore,
-}
-
-/// One iteration's curriculum games, from the network's side.
-#[derive(Clone, Debug, Serialize)]
-pub struct CurriculumReport {
-    /// The engine's `UCI_Elo` during the iteration.
-    pub elo: i64,
-    /// Games the network won, drew and lost against it.
-    pub wins: u32,
-    /// Draws.
-    pub draws: u32,
-    /// Losses.
-    pub losses: u32,
-    /// The `UCI_Elo` for the next iteration.
-    pub next_elo: i64,
 }
 
 impl Curriculum {

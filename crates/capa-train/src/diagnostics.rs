@@ -14,11 +14,12 @@ use anyhow::{Context, Result};
 use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, load_net, with_backend};
 use capa_rules::Color;
 use capa_rules::for_game;
+use capa_rundir::keys::{self, CONFIG, LATEST};
+use capa_rundir::{Entry, RunDir};
 
 use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;
 use crate::games::{list_games, newest_games, window_games};
-use crate::rundir::{Entry, RunDir};
 use crate::steps::mean_losses;
 
 /// The replay window of a run, summarised.
@@ -196,17 +197,16 @@ impl fmt::Display for OverfitReport {
 pub fn overfit_check(location: &Path, positions: usize, device: DeviceSpec) -> Result<OverfitReport> {
     let (config, dir) = open_run(location)?;
     let network = dir
-        .read("LATEST")?
+        .read(LATEST)?
         .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
         .context("the run has no network yet (no LATEST)")?;
     let net_path = |name: &str| -> Result<std::path::PathBuf> {
-        let key = format!("nets/{name}.safetensors");
+        let key = keys::network(name);
         dir.local_copy(&key)?.with_context(|| format!("{key} is missing"))
     };
     let latest = net_path(&network).context("LATEST names a network that is missing")?;
     let files = list_games(&dir)?;
-    // Game keys are `games/<the network that played>/<file>`.
-    let player_of = |entry: &Entry| entry.key.split('/').nth(1).map(str::to_string);
+    let player_of = |entry: &Entry| keys::game_network(&entry.key).map(str::to_string);
     let player = files.last().and_then(player_of);
     let player = match player {
         Some(name) if files.iter().any(|f| player_of(f).as_ref() != Some(&name)) => {
@@ -308,10 +308,9 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
 /// A run directory and its saved config.
 fn open_run(location: &Path) -> Result<(RunConfig, RunDir)> {
     let dir = RunDir::open(location)?;
-    let text = dir
-        .read("config.toml")?
-        .with_context(|| format!("{} holds no config.toml: not a capa-train run", dir.location()))?;
-    let text = String::from_utf8(text).context("config.toml is not text")?;
-    let config = RunConfig::parse(&text, &[]).with_context(|| format!("the config.toml of {}", dir.location()))?;
+    let text =
+        dir.read(CONFIG)?.with_context(|| format!("{} holds no {CONFIG}: not a capa-train run", dir.location()))?;
+    let text = String::from_utf8(text).with_context(|| format!("{CONFIG} is not text"))?;
+    let config = RunConfig::parse(&text, &[]).with_context(|| format!("the {CONFIG} of {}", dir.location()))?;
     Ok((config, dir))
 }

@@ -25,18 +25,16 @@ use burn::prelude::*;
 use burn::tensor::activation::softmax;
 use capa_data::{GameRecord, PolicyTarget, RECORD_EXTENSION, TEACHER_EXTENSION, TeacherGame};
 use capa_net::{CapaAutodiffBackend, CapaBackend, MOVES_LEFT_SCALE, Net, NetGame, burn, load_net};
-use serde::Serialize;
+use capa_rundir::{DistillWork, MetricsLine, RunDir, Work, keys};
 
 use crate::buffer::{HostBatch, ReplayBuffer, Sampling, ValueTarget};
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
-use crate::evaluate::{Evaluation, evaluate_if_due};
+use crate::evaluate::{self, evaluate_if_due};
 use crate::finish::Finish;
-use crate::games::{file_name, list_games, read_game};
-use crate::keys::METRICS;
+use crate::games::{list_games, read_game};
 use crate::progress::progress;
-use crate::rundir::RunDir;
-use crate::steps::{MEASURE_BATCH, MeanLosses, TrainReport, mean_losses_of, train};
+use crate::steps::{MEASURE_BATCH, mean_losses_of, train};
 
 /// The teacher's games, split.
 pub(crate) struct TeacherData<G: NetGame> {
@@ -91,7 +89,7 @@ pub(crate) fn read_teacher<G: NetGame>(
     holdout: f32,
     mut keep: impl FnMut(GameRecord<G>, bool),
 ) -> Result<()> {
-    if folder.join("games").is_dir() {
+    if folder.join(keys::GAMES).is_dir() {
         let run = RunDir::open(folder).context("distill.data")?;
         let files = list_games(&run)?;
         if files.is_empty() {
@@ -99,7 +97,7 @@ pub(crate) fn read_teacher<G: NetGame>(
         }
         for file in files {
             if let Some(record) = read_game::<G>(&run, &file.key)? {
-                keep(record, held_out(file_name(&file.key), holdout));
+                keep(record, held_out(keys::file_name(&file.key), holdout));
             }
         }
         return Ok(());
@@ -198,21 +196,6 @@ impl<B: CapaBackend> TeacherNet<B> {
         batch
     }
 }
-/// One line of metrics.jsonl in a distillation run.
-#[derive(Clone, Debug, Serialize)]
-struct EpochMetrics {
-    iteration: u64,
-    network: String,
-    train_positions: usize,
-    train: TrainReport,
-    held_out: MeanLosses,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    eval: Option<Evaluation>,
-    seconds_train: f64,
-    seconds_held_out: f64,
-    seconds_checkpoint: f64,
-}
-
 /// The distillation loop: epochs until iteration `last` or `stop`.
 pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
     config: &RunConfig,
@@ -280,19 +263,20 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         let saved = Instant::now();
         let mut recorded = None;
         commit(config, dir, &trainer, iteration, &network, Carried::default(), || {
-            let metrics = EpochMetrics {
+            let line = MetricsLine {
                 iteration,
                 network: network.clone(),
-                train_positions: data.train.positions(),
+                work: Work::Distill(DistillWork { train_positions: data.train.positions() }),
                 train: report,
-                held_out,
+                held_out: Some(held_out),
                 eval,
+                curriculum: None,
                 seconds_train,
-                seconds_held_out,
+                seconds_held_out: Some(seconds_held_out),
                 seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
             };
-            dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
-            recorded = Some(metrics);
+            line.append_to(dir)?;
+            recorded = Some(line);
             Ok(())
         })?;
         let metrics = recorded.expect("recorded before the commit");
@@ -303,13 +287,13 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
             metrics.train.loss,
             metrics.train.policy,
             metrics.train.wdl,
-            100.0 * metrics.held_out.top1_agreement,
-            metrics.held_out.policy,
-            metrics.held_out.wdl,
-            metrics.held_out.positions,
+            100.0 * held_out.top1_agreement,
+            held_out.policy,
+            held_out.wdl,
+            held_out.positions,
             metrics.seconds_train,
             metrics.network,
-            metrics.eval.as_ref().map_or_else(String::new, |e| format!("; {}", e.summary()))
+            metrics.eval.as_ref().map_or_else(String::new, |e| format!("; {}", evaluate::summary(e)))
         );
     }
     Ok(Finish::Completed)

@@ -18,106 +18,59 @@ use capa_play::{
 };
 use capa_rules::Game;
 use capa_rules::mix;
-use serde::Serialize;
+use capa_rundir::{EloKind, Evaluation, Probe, RunDir, keys, read_metrics};
 
 use crate::config::{EvalMethod, EvalSection, RunConfig};
 use crate::progress::progress;
-use crate::rundir::RunDir;
 
-/// One iteration's evaluation, from the new network's side.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Evaluation {
-    /// The opponent: the previous network's name, the engine's command, or
-    /// the ladder file.
-    pub opponent: String,
-    /// The matches played: one against a network or at the anchor, one
-    /// per probe of a bisection.
-    pub probes: Vec<Probe>,
-    /// Against a network, the Elo difference; against the engine, the Elo
-    /// on its `UCI_Elo` scale; on a ladder, the Elo on the ladder's scale.
-    pub elo: f64,
-    /// The 95% interval's lower end.
-    pub elo_low: f64,
-    /// The 95% interval's upper end.
-    pub elo_high: f64,
-    /// `value`, or `at_most` / `at_least` when the network lost or won
-    /// every probe by too far for a value (the interval's far end is the bound).
-    #[serde(serialize_with = "kind_name")]
-    pub elo_kind: EstimateKind,
-    /// Seconds the evaluation took.
-    pub seconds: f64,
-}
-
-/// An estimate's kind as the metrics line writes it.
-fn kind_name<S: serde::Serializer>(kind: &EstimateKind, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(match kind {
-        EstimateKind::Value => "value",
-        EstimateKind::AtMost => "at_most",
-        EstimateKind::AtLeast => "at_least",
-    })
-}
-
-/// One match of an evaluation.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Probe {
-    /// The engine's `UCI_Elo`; absent against a network or a ladder.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uci_elo: Option<i64>,
-    /// The ladder rung played; absent against a network or the engine.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rung: Option<String>,
-    /// The rung's calibrated Elo.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rung_elo: Option<f64>,
-    /// Games won.
-    pub wins: u32,
-    /// Games drawn.
-    pub draws: u32,
-    /// Games lost.
-    pub losses: u32,
-    /// Points per game.
-    pub score: f64,
-}
-
-impl Probe {
-    fn new(uci_elo: Option<i64>, rung: Option<(String, f64)>, score: MatchScore) -> Probe {
-        let (rung, rung_elo) = rung.unzip();
-        Probe {
-            uci_elo,
-            rung,
-            rung_elo,
-            wins: score.wins,
-            draws: score.draws,
-            losses: score.losses,
-            score: score.fraction(),
-        }
+/// One match of an evaluation: against the engine at `uci_elo`, a ladder's
+/// `rung` (its name and Elo), or neither (the previous network).
+fn new_probe(uci_elo: Option<i64>, rung: Option<(String, f64)>, score: MatchScore) -> Probe {
+    let (rung, rung_elo) = rung.unzip();
+    Probe {
+        uci_elo,
+        rung,
+        rung_elo,
+        wins: score.wins,
+        draws: score.draws,
+        losses: score.losses,
+        score: score.fraction(),
     }
 }
 
-impl Evaluation {
-    /// The evaluation for the iteration's summary line.
-    pub fn summary(&self) -> String {
-        let results = |p: &Probe| format!("+{} ={} -{}", p.wins, p.draws, p.losses);
-        match self.probes.as_slice() {
-            [probe] if probe.uci_elo.is_none() && probe.rung.is_none() => format!(
-                "vs previous {}, Elo {:+.0} ({:+.0} to {:+.0})",
-                results(probe),
-                self.elo,
-                self.elo_low,
-                self.elo_high
-            ),
-            probes => {
-                let played: Vec<String> = probes
-                    .iter()
-                    .map(|p| match (&p.rung, p.rung_elo) {
-                        (Some(rung), Some(elo)) => format!("{rung} ({elo:.0}): {}", results(p)),
-                        _ => format!("{}: {}", p.uci_elo.unwrap_or_default(), results(p)),
-                    })
-                    .collect();
-                let elo = EloEstimate { elo: self.elo, low: self.elo_low, high: self.elo_high, kind: self.elo_kind };
-                let scale = if probes.iter().any(|p| p.rung.is_some()) { "on the ladder" } else { "at UCI_Elo" };
-                format!("vs {} {scale} {}; Elo {elo}", self.opponent, played.join(", "))
-            }
+/// An estimate's kind as the metrics line writes it.
+fn elo_kind(kind: EstimateKind) -> EloKind {
+    match kind {
+        EstimateKind::Value => EloKind::Value,
+        EstimateKind::AtMost => EloKind::AtMost,
+        EstimateKind::AtLeast => EloKind::AtLeast,
+    }
+}
+
+/// An evaluation for an iteration's summary line.
+pub(crate) fn summary(evaluation: &Evaluation) -> String {
+    let results = |p: &Probe| format!("+{} ={} -{}", p.wins, p.draws, p.losses);
+    let e = evaluation;
+    match e.probes.as_slice() {
+        [probe] if probe.uci_elo.is_none() && probe.rung.is_none() => {
+            format!("vs previous {}, Elo {:+.0} ({:+.0} to {:+.0})", results(probe), e.elo, e.elo_low, e.elo_high)
+        }
+        probes => {
+            let played: Vec<String> = probes
+                .iter()
+                .map(|p| match (&p.rung, p.rung_elo) {
+                    (Some(rung), Some(elo)) => format!("{rung} ({elo:.0}): {}", results(p)),
+                    _ => format!("{}: {}", p.uci_elo.unwrap_or_default(), results(p)),
+                })
+                .collect();
+            let kind = match e.elo_kind {
+                EloKind::Value => EstimateKind::Value,
+                EloKind::AtMost => EstimateKind::AtMost,
+                EloKind::AtLeast => EstimateKind::AtLeast,
+            };
+            let elo = EloEstimate { elo: e.elo, low: e.elo_low, high: e.elo_high, kind };
+            let scale = if e.on_ladder() { "on the ladder" } else { "at UCI_Elo" };
+            format!("vs {} {scale} {}; Elo {elo}", e.opponent, played.join(", "))
         }
     }
 }
@@ -180,13 +133,8 @@ fn eval_ladder<G: Game>(path: &std::path::Path) -> Result<Ladder> {
 /// placement starts. Networks change little between evaluations, so a
 /// placement that starts there needs fewer probes than one from the middle.
 fn last_ladder_elo(dir: &RunDir) -> Result<Option<f64>> {
-    let Some(metrics) = dir.read(crate::keys::METRICS)? else { return Ok(None) };
-    let text = String::from_utf8_lossy(&metrics);
-    Ok(text.lines().rev().find_map(|line| {
-        let eval = serde_json::from_str::<serde_json::Value>(line).ok()?.get("eval")?.clone();
-        let on_ladder = eval.get("probes")?.as_array()?.iter().any(|p| p.get("rung").is_some());
-        on_ladder.then(|| eval.get("elo")?.as_f64()).flatten()
-    }))
+    let lines = read_metrics(dir)?;
+    Ok(lines.into_iter().rev().find_map(|line| line.eval.filter(Evaluation::on_ladder).map(|eval| eval.elo)))
 }
 
 /// How long a ladder rung may take over one move before it forfeits.
@@ -249,7 +197,7 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
     };
     let pairs = u64::from(section.games.div_ceil(2) * 2);
     if section.engine.trim().is_empty() && section.ladder.is_none() {
-        let key = format!("nets/{previous}.safetensors");
+        let key = keys::network(previous);
         let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
         let opponent =
             load_net::<B::InnerBackend>(&path, device).with_context(|| format!("[eval]: cannot load {key}"))?;
@@ -261,11 +209,11 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         let (elo, elo_low, elo_high) = score.elo();
         return Ok(Evaluation {
             opponent: previous.to_string(),
-            probes: vec![Probe::new(None, None, score)],
+            probes: vec![new_probe(None, None, score)],
             elo,
             elo_low,
             elo_high,
-            elo_kind: EstimateKind::Value,
+            elo_kind: EloKind::Value,
             seconds: started.elapsed().as_secs_f64(),
         });
     }
@@ -287,7 +235,7 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
             elo: estimate.elo,
             elo_low: estimate.low,
             elo_high: estimate.high,
-            elo_kind: estimate.kind,
+            elo_kind: elo_kind(estimate.kind),
             seconds: started.elapsed().as_secs_f64(),
         })
     };
@@ -301,7 +249,7 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         };
         let mut probes = Vec::new();
         let bisection = place::<G>(&mut network, &ladder, placement, settings, &mut on_game, &mut |probe| {
-            probes.push(Probe::new(None, Some((probe.rung.clone(), probe.elo)), probe.score))
+            probes.push(new_probe(None, Some((probe.rung.clone(), probe.elo)), probe.score))
         })?;
         return estimate_of(&bisection, probes, path.display().to_string());
     }
@@ -323,6 +271,6 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
         &mut |level, end| on_game(&format!("UCI_Elo {level}"), end),
         &mut |_| {},
     )?;
-    let probes = bisection.probes().iter().map(|&(level, score)| Probe::new(Some(level as i64), None, score)).collect();
+    let probes = bisection.probes().iter().map(|&(level, score)| new_probe(Some(level as i64), None, score)).collect();
     estimate_of(&bisection, probes, section.engine.trim().to_string())
 }

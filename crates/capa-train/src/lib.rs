@@ -8,8 +8,9 @@
 //!   `buffer.rs`: the replay buffer; `steps.rs`: training steps and mean
 //!   losses; `evaluate.rs`: `[eval]`, matches through capa-play;
 //! - `commit.rs`: networks, checkpoints, the commit point and resume;
-//!   `games.rs`: the run's game files; `metrics.rs`: `metrics.jsonl`;
-//!   `rundir.rs`: a local folder or an object store;
+//!   `games.rs`: the run's game files; `metrics.rs`: the self-play
+//!   iteration's metrics line and warnings (the run directory, its keys
+//!   and the metrics line's type are capa-rundir's);
 //! - `worker.rs`: self-play workers; `diagnostics.rs`: `buffer_stats` and
 //!   `overfit_check` over a run's replay window; `check.rs`: `capa-train
 //!   check`, what a run must be after any crash.
@@ -27,11 +28,9 @@ mod distill;
 mod evaluate;
 mod finish;
 mod games;
-mod keys;
 mod metrics;
 mod progress;
 mod run;
-mod rundir;
 mod selfplay;
 mod selfplay_loop;
 mod steps;
@@ -44,10 +43,9 @@ pub use config::{
     BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalMethod, EvalSection, GameSection,
     KoRuleKind, NetSection, RunConfig, RunMode, RunSection, SelfPlaySection, TargetKind, TrainSection,
 };
-pub use curriculum::{Curriculum, CurriculumReport};
+pub use curriculum::Curriculum;
 pub use diagnostics::{BufferStats, HeldOutReport, OverfitReport, buffer_stats, overfit_check};
 pub use finish::Finish;
 pub use run::run;
-pub use rundir::{Entry, RunDir, RunLock};
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};
 pub use worker::work;

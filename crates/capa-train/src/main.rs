@@ -35,7 +35,7 @@ fn main() -> ExitCode {
             };
         }
         Some(Command::Unlock(args)) => {
-            return match load(args).and_then(|(config, _)| capa_train::RunDir::open(&config.run.dir)?.break_lock()) {
+            return match load(args).and_then(|(config, _)| capa_rundir::RunDir::open(&config.run.dir)?.break_lock()) {
                 Ok(done) => {
                     println!("{done}");
                     ExitCode::SUCCESS

@@ -27,17 +27,15 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result, bail};
 use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, with_backend};
 use capa_rules::for_game;
+use capa_rundir::RunDir;
+use capa_rundir::keys::CONFIG;
 
 use crate::config::{RunConfig, RunMode};
 use crate::distill::distill;
 use crate::evaluate::check_engine;
 use crate::finish::Finish;
-use crate::rundir::RunDir;
 use crate::selfplay_loop::iterate;
 use crate::supervised::supervised;
-
-/// The saved config.
-const CONFIG: &str = "config.toml";
 
 /// Runs `config` until its iterations are done or `stop` is raised.
 ///

@@ -16,6 +16,7 @@ use capa_data::to_pgn;
 use capa_mcts::CachedEvaluator;
 use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer};
 use capa_rules::mix;
+use capa_rundir::{Entry, RunDir, Work, keys};
 
 use crate::buffer::ReplayBuffer;
 use crate::commit::{Carried, Resumed, commit, publish_net, start_trainer};
@@ -24,14 +25,9 @@ use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
 use crate::evaluate::evaluate_if_due;
 use crate::finish::Finish;
-use crate::games::{
-    file_name, game_file_iteration, game_file_name, ledger_baseline_key, ledger_key, list_games, read_game,
-    read_ledgers, window_games,
-};
-use crate::keys::METRICS;
-use crate::metrics::{Metrics, new_positions, warnings};
+use crate::games::{list_games, read_game, read_ledgers, window_games};
+use crate::metrics::{new_positions, selfplay_line, summary, warnings};
 use crate::progress::progress;
-use crate::rundir::{Entry, RunDir};
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, play};
 use crate::steps::train;
 
@@ -93,9 +89,9 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         let carried = Carried { curriculum_elo: curriculum.as_ref().map(Curriculum::elo), ..Carried::default() };
         let mut recorded = None;
         commit(config, dir, &trainer, iteration, &network, carried, || {
-            dir.write(&ledger_key(iteration), trained_on.join("\n").as_bytes())?;
+            dir.write(&keys::ledger(iteration), trained_on.join("\n").as_bytes())?;
             let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
-            let metrics = Metrics::new(
+            let line = selfplay_line(
                 iteration,
                 &stats,
                 &buffer,
@@ -106,12 +102,14 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
                 evaluation,
                 curriculum_report,
             );
-            dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
-            recorded = Some(metrics);
+            line.append_to(dir)?;
+            recorded = Some(line);
             Ok(())
         })?;
-        let metrics = recorded.expect("recorded before the commit");
-        eprintln!("{}", metrics.summary());
+        let line = recorded.expect("recorded before the commit");
+        if let Work::SelfPlay(work) = &line.work {
+            eprintln!("{}", summary(&line, work));
+        }
         for warning in warnings(config, new_positions) {
             tracing::warn!("{warning}");
         }
@@ -145,7 +143,7 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let (started, mut plies) = (Instant::now(), 0usize);
     let mut pgn = String::new();
-    let mut keys = Vec::new();
+    let mut written = Vec::new();
     let stats = play::<G, _>(
         &evaluator,
         settings,
@@ -155,9 +153,9 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
         stop,
         curriculum,
         |index, record| {
-            let key = format!("games/{network}/{}", game_file_name(iteration, index));
+            let key = keys::game(network, &keys::selfplay_game_name(iteration, index));
             dir.write(&key, &record.to_bytes())?;
-            keys.push(key);
+            written.push(key);
             plies += record.plies.len();
             bar.set_message(format!("{:.1} plies/s", plies as f64 / started.elapsed().as_secs_f64()));
             pgn.push_str(&to_pgn(&record, "capa self-play", &format!("{iteration}.{}", index + 1)));
@@ -169,8 +167,8 @@ fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
     bar.finish_and_clear();
     let (hits, lookups) = evaluator.hits();
     tracing::info!("iteration {iteration}: the evaluation cache answered {hits} of {lookups} positions");
-    dir.write(&format!("pgn/iter-{iteration:06}.pgn"), pgn.as_bytes())?;
-    Ok((!stop.load(Ordering::Relaxed)).then_some((stats, keys)))
+    dir.write(&keys::iteration_pgn(iteration), pgn.as_bytes())?;
+    Ok((!stop.load(Ordering::Relaxed)).then_some((stats, written)))
 }
 
 /// The newest games the committed iterations trained on, enough to fill
@@ -185,7 +183,7 @@ fn rebuild_buffer<G: NetGame>(
 ) -> Result<(ReplayBuffer<G>, HashSet<String>)> {
     let mut files = Vec::new();
     for file in list_games(dir)? {
-        match game_file_iteration(file_name(&file.key)) {
+        match keys::selfplay_game_iteration(&file.key) {
             Some(iteration) if iteration >= first_iteration => dir.remove(&file.key)?,
             _ => files.push(file),
         }
@@ -195,13 +193,13 @@ fn rebuild_buffer<G: NetGame>(
     let seen: HashSet<String> = if ledgers.is_empty() && committed > 0 {
         // A run from before ledgers: the games written by its last commit
         // count as seen, as they did then; the baseline keeps that.
-        let committed_at = dir.list("checkpoints")?.into_iter().find(|e| e.key.ends_with("latest.json"));
+        let committed_at = dir.list(keys::CHECKPOINTS)?.into_iter().find(|e| e.key == keys::COMMIT);
         let before: Vec<&str> = files
             .iter()
             .filter(|file| committed_at.as_ref().is_none_or(|at| file.modified <= at.modified))
             .map(|file| file.key.as_str())
             .collect();
-        dir.write(&ledger_baseline_key(committed), before.join("\n").as_bytes())?;
+        dir.write(&keys::ledger_baseline(committed), before.join("\n").as_bytes())?;
         before.into_iter().map(str::to_string).collect()
     } else {
         ledgers.into_iter().flat_map(|(_, games)| games).collect()

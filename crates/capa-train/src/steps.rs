@@ -10,26 +10,11 @@ use anyhow::{Result, anyhow};
 use burn::prelude::*;
 use capa_net::{CapaAutodiffBackend, CapaBackend, LossWeights, Net, NetGame, Targets, Trainer, burn, losses};
 use capa_rules::{Rng, mix};
-use serde::Serialize;
+use capa_rundir::{MeanLosses, TrainReport};
 
 use crate::buffer::{HostBatch, ReplayBuffer};
 use crate::config::RunConfig;
 use crate::progress::progress;
-
-/// Averages over an iteration's training steps.
-#[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct TrainReport {
-    pub steps: u64,
-    pub skipped: u64,
-    pub loss: f64,
-    pub policy: f64,
-    pub wdl: f64,
-    pub moves_left: f64,
-    pub future: f64,
-    pub grad_norm: f64,
-    pub learning_rate: f64,
-    pub data_wait_share: f64,
-}
 
 /// Trains `steps` steps on the batches `next_batch` makes (from a generator
 /// seeded by the run's seed and `iteration`) on a loader thread while the
@@ -99,23 +84,6 @@ pub(crate) fn train<B: CapaAutodiffBackend, G: NetGame>(
     report.grad_norm /= (report.steps - report.skipped).max(1) as f64;
     report.data_wait_share = waited / started.elapsed().as_secs_f64().max(1e-9);
     Ok(Some(report))
-}
-
-/// A network's mean losses over positions of a buffer.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub(crate) struct MeanLosses {
-    /// Positions measured.
-    pub positions: usize,
-    /// Share of the positions where the network's most likely legal move is
-    /// one the target ranks first.
-    pub top1_agreement: f64,
-    /// Policy cross-entropy.
-    pub policy: f64,
-    /// WDL cross-entropy.
-    pub wdl: f64,
-    /// The weighted total.
-    #[serde(skip)]
-    pub total: f64,
 }
 
 /// Positions per batch when a network is measured.

@@ -20,19 +20,17 @@ use capa_lc0::{
     v6_chunks,
 };
 use capa_net::{CapaAutodiffBackend, NetGame};
+use capa_rundir::{DataCounts, MetricsLine, RunDir, SupervisedWork, Work};
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::buffer::HostBatch;
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::distill::held_out;
-use crate::evaluate::{Evaluation, evaluate_if_due};
+use crate::evaluate::{self, evaluate_if_due};
 use crate::finish::Finish;
-use crate::keys::METRICS;
 use crate::progress::progress;
-use crate::rundir::RunDir;
-use crate::steps::{MEASURE_BATCH, MeanLosses, TrainReport, mean_losses_of, train};
+use crate::steps::{MEASURE_BATCH, mean_losses_of, train};
 
 /// Warnings about skipped data printed in full; the rest are counted.
 const WARNINGS_SHOWN: u64 = 50;
@@ -91,41 +89,13 @@ fn warner() -> impl Fn(DataWarning) + Send + Sync + Clone + 'static {
     }
 }
 
-/// One line of metrics.jsonl in a supervised run.
-#[derive(Clone, Debug, Serialize)]
-struct SupervisedMetrics {
-    iteration: u64,
-    network: String,
-    /// Passes over the training chunks so far.
-    epochs: f64,
-    /// What the stream read and skipped during this iteration.
-    data: DataCounts,
-    train: TrainReport,
-    held_out: MeanLosses,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    eval: Option<Evaluation>,
-    seconds_train: f64,
-    seconds_held_out: f64,
-    seconds_checkpoint: f64,
-}
-
-/// What the stream read and skipped during an iteration.
-#[derive(Clone, Copy, Debug, Serialize)]
-struct DataCounts {
-    chunks: u64,
-    samples: u64,
-    skipped_records: u64,
-    skipped_chunks: u64,
-}
-
-impl DataCounts {
-    fn between(then: StreamCounts, now: StreamCounts) -> DataCounts {
-        DataCounts {
-            chunks: now.chunks - then.chunks,
-            samples: now.samples - then.samples,
-            skipped_records: now.skipped_records - then.skipped_records,
-            skipped_chunks: now.skipped_chunks - then.skipped_chunks,
-        }
+/// What the stream read and skipped between `then` and `now`.
+fn data_counts(then: StreamCounts, now: StreamCounts) -> DataCounts {
+    DataCounts {
+        chunks: now.chunks - then.chunks,
+        samples: now.samples - then.samples,
+        skipped_records: now.skipped_records - then.skipped_records,
+        skipped_chunks: now.skipped_chunks - then.skipped_chunks,
     }
 }
 
@@ -223,20 +193,20 @@ pub(crate) fn supervised<B: CapaAutodiffBackend, G: NetGame>(
         let now = stream.counts();
         let mut recorded = None;
         commit(config, dir, &trainer, iteration, &network, carried, || {
-            let metrics = SupervisedMetrics {
+            let line = MetricsLine {
                 iteration,
                 network: network.clone(),
-                epochs: stream.epochs(),
-                data: DataCounts::between(counted, now),
+                work: Work::Supervised(SupervisedWork { epochs: stream.epochs(), data: data_counts(counted, now) }),
                 train: report,
-                held_out,
+                held_out: Some(held_out),
                 eval,
+                curriculum: None,
                 seconds_train,
-                seconds_held_out,
+                seconds_held_out: Some(seconds_held_out),
                 seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
             };
-            dir.append_line(METRICS, &serde_json::to_string(&metrics)?)?;
-            recorded = Some(metrics);
+            line.append_to(dir)?;
+            recorded = Some(line);
             Ok(())
         })?;
         let metrics = recorded.expect("recorded before the commit");
@@ -250,13 +220,13 @@ pub(crate) fn supervised<B: CapaAutodiffBackend, G: NetGame>(
             metrics.train.policy,
             metrics.train.wdl,
             100.0 * metrics.train.data_wait_share,
-            100.0 * metrics.held_out.top1_agreement,
-            metrics.held_out.policy,
-            metrics.held_out.wdl,
-            metrics.held_out.positions,
-            metrics.epochs,
+            100.0 * held_out.top1_agreement,
+            held_out.policy,
+            held_out.wdl,
+            held_out.positions,
+            stream.epochs(),
             metrics.network,
-            metrics.eval.as_ref().map_or_else(String::new, |e| format!("; {}", e.summary()))
+            metrics.eval.as_ref().map_or_else(String::new, |e| format!("; {}", evaluate::summary(e)))
         );
     }
     Ok(Finish::Completed)
@@ -334,8 +304,8 @@ mod tests {
             let row_policy = &batch.policy[row * POLICY_SIZE..][..POLICY_SIZE];
             assert_eq!(row_policy[usize::from(record.played_idx)], 1.0);
             assert_eq!(policy_move(record.played_idx, row % 2 == 1), played);
-            // trainingdata-tool's count: plies after this one's move.
-            assert_eq!(batch.moves_left[row], (moves.len() - 1 - row) as f32);
+            // The count self-play uses: plies to the end, this one's move included.
+            assert_eq!(batch.moves_left[row], (moves.len() - row) as f32);
         }
     }
 
@@ -348,7 +318,7 @@ mod tests {
         let batch = host_batch(&records.iter().map(sample).collect::<Vec<_>>());
         assert_eq!(&batch.wdl[..3], &[0.0, 0.0, 1.0], "black, to move first, loses");
         assert_eq!(&batch.wdl[3..], &[1.0, 0.0, 0.0]);
-        assert_eq!(batch.moves_left, [1.0, 0.0], "plies_left as the record has it");
+        assert_eq!(batch.moves_left, [2.0, 1.0], "plies_left as the record has it: 1 before the mating move");
         assert_eq!(policy_move(records[1].played_idx, false), "b7b8q");
         // Every legal move has its entry, the four promotions included.
         for (row, position) in positions[..2].iter().enumerate() {

@@ -19,12 +19,13 @@ use capa_mcts::CachedEvaluator;
 use capa_net::{NetEvaluator, NetGame, read_net_config};
 use capa_rules::for_game;
 use capa_rules::mix;
+use capa_rundir::RunDir;
+use capa_rundir::keys::{self, LATEST};
 
 use crate::commit::network_hash;
 use crate::config::RunConfig;
 use crate::finish::Finish;
-use crate::games::{file_name, list_games};
-use crate::rundir::RunDir;
+use crate::games::list_games;
 use crate::selfplay::{SelfPlaySettings, play};
 
 /// Plays until `stop` is raised (or `max_games` games are written).
@@ -62,7 +63,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
         if max_games.is_some_and(|max| written >= max) {
             return Ok(Finish::Completed);
         }
-        let Some(latest) = dir.read("LATEST")? else {
+        let Some(latest) = dir.read(LATEST)? else {
             if !waiting {
                 tracing::info!("waiting for a network in {} (start the trainer)", dir.location());
                 waiting = true;
@@ -107,7 +108,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             // Numbered as they end (games played at once end out of order),
             // so that a gap in a worker's numbers is a game lost in writing.
             let number = next;
-            let key = format!("games/{network}/{worker}-{number:08}.capa");
+            let key = keys::game(network, &keys::worker_game_name(worker, number));
             if !dir.create_new(&key, &record.to_bytes())? {
                 bail!(
                     "{key} in {} was written by another process: is a second worker named {worker} running \
@@ -121,7 +122,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             Ok(())
         })?;
         if !pgn.is_empty() {
-            dir.write(&format!("pgn/{worker}-{first:08}.pgn"), pgn.as_bytes())?;
+            dir.write(&keys::worker_pgn(worker, first), pgn.as_bytes())?;
         }
         if stats.games > 0 {
             eprintln!(
@@ -139,7 +140,7 @@ const RELOAD_AFTER_REFUSAL: Duration = Duration::from_secs(10);
 /// The network `hash` of the run, checked: its file must be whole (its
 /// content hashes to its name) and load.
 fn load_network<G: NetGame>(config: &RunConfig, dir: &RunDir, hash: &str) -> Result<NetEvaluator<G>> {
-    let key = format!("nets/{hash}.safetensors");
+    let key = keys::network(hash);
     let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let net_config =
@@ -154,8 +155,8 @@ fn load_network<G: NetGame>(config: &RunConfig, dir: &RunDir, hash: &str) -> Res
 
 /// One past the highest game number `worker` has written in `dir`.
 fn next_number(dir: &RunDir, worker: &str) -> Result<u64> {
-    let numbers = list_games(dir)?.into_iter().filter_map(|file| {
-        file_name(&file.key).strip_prefix(worker)?.strip_prefix('-')?.strip_suffix(".capa")?.parse::<u64>().ok()
-    });
+    let numbers = list_games(dir)?
+        .into_iter()
+        .filter_map(|file| keys::worker_game(&file.key).filter(|(name, _)| *name == worker).map(|(_, number)| number));
     Ok(numbers.max().map_or(0, |n| n + 1))
 }

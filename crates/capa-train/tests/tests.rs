@@ -589,7 +589,7 @@ fn a_worker_refuses_a_half_written_network_and_waits() {
     let holder = format!("worker name w is in use in {} by another worker: pid {} on ", run.display(), worker.id());
     assert!(!twin.status.success() && stderr.contains(&holder) && stderr.contains("another --worker name"), "{stderr}");
     // And a game file is written only where there is none.
-    let dir_of_run = capa_train::RunDir::open(&run).unwrap();
+    let dir_of_run = capa_rundir::RunDir::open(&run).unwrap();
     assert!(dir_of_run.create_new("games/x/w-00000000.capa", b"first").unwrap());
     assert!(!dir_of_run.create_new("games/x/w-00000000.capa", b"second").unwrap());
     assert_eq!(std::fs::read(run.join("games/x/w-00000000.capa")).unwrap(), b"first");
@@ -701,7 +701,7 @@ fn a_trainer_and_a_worker_share_an_s3_bucket() {
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("resuming s3://capa/run after iteration 2") && stderr.contains("iteration 3:"), "{stderr}");
 
-    let run = capa_train::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
+    let run = capa_rundir::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
     let games = run.list("games").unwrap();
     assert!(games.iter().any(|g| g.key.contains("/remote-")) && games.iter().any(|g| g.key.contains("/local-i000003")));
     let metrics = String::from_utf8(run.read("metrics.jsonl").unwrap().unwrap()).unwrap();
@@ -713,7 +713,7 @@ fn a_trainer_and_a_worker_share_an_s3_bucket() {
     assert!(check.status.success() && report.contains("committed iterations: 3;"), "{report}");
 
     // LATEST moves only from the version a writer last saw.
-    let other = capa_train::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
+    let other = capa_rundir::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
     let current = String::from_utf8(other.read("LATEST").unwrap().unwrap()).unwrap();
     run.read("LATEST").unwrap();
     run.publish_latest("0000000000000000").unwrap();
@@ -732,7 +732,7 @@ fn a_bucket_has_one_trainer_and_a_dead_ones_lock_is_taken_over() {
     let Some(server) = S3Server::start() else { return };
     let dir = scratch("s3-lock");
     let config = tiny(&dir);
-    let run = capa_train::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
+    let run = capa_rundir::RunDir::open_with(Path::new("s3://capa/run"), server.options()).unwrap();
     let mut first =
         server.command(&[], &config, &["run.iterations=100"]).stderr(std::process::Stdio::null()).spawn().unwrap();
     wait_until(|| run.read("LOCK").unwrap().is_some());
@@ -795,10 +795,7 @@ fn a_bucket_has_one_trainer_and_a_dead_ones_lock_is_taken_over() {
 
 #[test]
 fn a_curriculum_plays_fairy_stockfish_and_moves_its_level() {
-    let Some(engine) = capa_uci::find_program(Path::new("fairy-stockfish")) else {
-        assert_eq!(std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(), Ok("1"), "fairy-stockfish is missing");
-        return;
-    };
+    let Some(engine) = capa_uci::engine_for_test("fairy-stockfish") else { return };
     let dir = scratch("curriculum");
     let (config, run) = (tiny(&dir), dir.join("run"));
     let engine_set = format!("curriculum.engine={}", engine.display());
@@ -1002,10 +999,7 @@ fn distillation_trains_on_teacher_games_and_resumes() {
 
 #[test]
 fn a_distillation_run_measures_its_elo_against_fairy_stockfish() {
-    let Some(engine) = capa_uci::find_program(Path::new("fairy-stockfish")) else {
-        assert_eq!(std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref(), Ok("1"), "fairy-stockfish is missing");
-        return;
-    };
+    let Some(engine) = capa_uci::engine_for_test("fairy-stockfish") else { return };
     let dir = scratch("distill-eval");
     let (data, run) = (dir.join("data"), dir.join("run"));
     teacher_games(&data, 6);

@@ -19,11 +19,13 @@ use capa_rules::{Game, GameKind, History};
 mod error;
 mod gtp;
 mod process;
+mod restart;
 
 pub use error::UciError;
 pub use gtp::GtpEngine;
 use process::Process;
-pub use process::find_program;
+pub use process::{engine_for_test, find_program};
+pub use restart::Restarting;
 
 /// How long an engine may take to answer `uci` or `isready`, and a search
 /// may run past its own time limit, before it counts as hung.

@@ -144,6 +144,33 @@ pub fn find_program(program: &Path) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// For the tests that cross-check capa against a real engine: the engine
+/// `name` (`fairy-stockfish`, `stockfish`, `sjaakii`, `gnugo`) from the
+/// variable `CAPA_<NAME>` (`CAPA_FAIRY_STOCKFISH`), else as
+/// [`find_program`] finds it; `None`, to skip the check, only when
+/// `CAPA_SKIP_ENGINE_TESTS=1`.
+///
+/// # Panics
+/// When the engine is missing and skipping was not asked for: a check that
+/// skipped itself silently would pass without checking anything.
+pub fn engine_for_test(name: &str) -> Option<PathBuf> {
+    let variable = format!("CAPA_{}", name.to_ascii_uppercase().replace('-', "_"));
+    if let Some(path) = std::env::var_os(&variable) {
+        return Some(PathBuf::from(path));
+    }
+    let found = find_program(Path::new(name));
+    if found.is_none() {
+        assert!(
+            std::env::var("CAPA_SKIP_ENGINE_TESTS").as_deref() == Ok("1"),
+            "{name} not found in PATH or /usr/games. Install it with `apt-get update && apt-get install -y \
+             fairy-stockfish stockfish sjaakii gnugo` (scripts/test.sh does), point {variable} at it, or set \
+             CAPA_SKIP_ENGINE_TESTS=1 to skip the engine cross-checks"
+        );
+        eprintln!("skipping a cross-check against {name}: it is missing and CAPA_SKIP_ENGINE_TESTS=1");
+    }
+    found
+}
+
 /// Hands each line of `pipe` to `take` (bytes that are not UTF-8 replaced,
 /// the line ending removed) until the pipe closes or `take` says stop.
 fn for_each_line(pipe: impl io::Read, mut take: impl FnMut(String) -> bool) {

@@ -17,5 +17,7 @@ mod autodiff;
 mod capa_backend;
 #[cfg(feature = "flex")]
 mod flex;
+#[cfg(test)]
+pub(crate) mod tests;
 
 pub use capa_backend::*;

@@ -18,15 +18,14 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result, anyhow, bail};
 use capa_data::{remove_stale_temporaries, write_atomically, write_new_atomically};
+use capa_rules::GameKind;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
+use serde::Deserialize;
 
-mod lock;
-mod store;
-
-pub use lock::RunLock;
-use lock::{Claim, Held, Holder, LOCK, Lease, STALE_AFTER, describe_lock, keep_renewing, process_runs, span};
-use store::{no_conditional_writes, open_store, retrying, store_path};
+use crate::keys::{CONFIG, LATEST, LOCK};
+use crate::lock::{Claim, Held, Holder, Lease, RunLock, STALE_AFTER, describe_lock, keep_renewing, process_runs, span};
+use crate::store::{no_conditional_writes, open_store, retrying, store_path};
 
 /// A file of the run.
 #[derive(Clone, Debug)]
@@ -44,7 +43,7 @@ pub struct RunDir {
     /// The store's options as opened, for the run lock's own client (empty locally).
     store_options: Vec<(String, String)>,
     /// The run's lock on a store, while this process holds it.
-    lease: Mutex<Option<std::sync::Arc<lock::Lease>>>,
+    lease: Mutex<Option<std::sync::Arc<Lease>>>,
 }
 
 enum Place {
@@ -59,8 +58,6 @@ enum Place {
         latest: Mutex<Option<UpdateVersion>>,
     },
 }
-
-const LATEST: &str = "LATEST";
 
 impl RunDir {
     /// Opens `location`: a URL with a scheme `object_store` knows, or a local path.
@@ -100,6 +97,29 @@ impl RunDir {
     /// The location as the user gave it.
     pub fn location(&self) -> &str {
         &self.location
+    }
+
+    /// The game the run plays, from the config it keeps (which the trainer
+    /// writes with every key resolved, `[game] name` among them).
+    ///
+    /// # Errors
+    /// A run without a config, or a config without a known game.
+    pub fn game(&self) -> Result<GameKind> {
+        #[derive(Deserialize)]
+        struct Saved {
+            game: SavedGame,
+        }
+        #[derive(Deserialize)]
+        struct SavedGame {
+            name: GameKind,
+        }
+        let bytes = self
+            .read(CONFIG)?
+            .with_context(|| format!("{} has no {CONFIG}: is it a capa-train run directory?", self.location))?;
+        let text = String::from_utf8(bytes).with_context(|| format!("{}/{CONFIG} is not UTF-8", self.location))?;
+        let saved: Saved =
+            toml::from_str(&text).with_context(|| format!("cannot read the game of {}/{CONFIG}", self.location))?;
+        Ok(saved.game.name)
     }
 
     fn local(root: &Path, key: &str) -> PathBuf {

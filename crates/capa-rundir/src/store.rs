@@ -10,7 +10,7 @@ use object_store::path::Path as StorePath;
 /// A client of the store at URL `location`, the run's prefix in it, and
 /// the runtime its calls run on (its own: a client's connections belong to
 /// the runtime that made them).
-pub(super) fn open_store(
+pub(crate) fn open_store(
     location: &str,
     options: &[(String, String)],
 ) -> Result<(Box<dyn ObjectStore>, StorePath, tokio::runtime::Runtime)> {
@@ -25,7 +25,7 @@ pub(super) fn open_store(
 }
 
 /// The error for a store without conditional writes, which `needed_by` needs.
-pub(super) fn no_conditional_writes(location: &str, needed_by: &str) -> anyhow::Error {
+pub(crate) fn no_conditional_writes(location: &str, needed_by: &str) -> anyhow::Error {
     anyhow!(
         "{location}: the store does not offer conditional writes, which {needed_by} (for S3-compatible stores: \
          AWS_CONDITIONAL_PUT=etag, on a store that honours If-Match and If-None-Match)"
@@ -42,7 +42,7 @@ const STORE_DEADLINE: Duration = Duration::from_secs(300);
 /// [`STORE_DEADLINE`] has passed, waiting 0.5 s, then twice as long after
 /// each failure, up to 10 s. `object_store` retries on its own first; this
 /// is the longer wait around it. The first retry is logged.
-pub(super) fn retrying<T, F: Future<Output = object_store::Result<T>>>(
+pub(crate) fn retrying<T, F: Future<Output = object_store::Result<T>>>(
     runtime: &tokio::runtime::Runtime,
     what: &dyn Fn() -> String,
     mut call: impl FnMut() -> F,
@@ -83,6 +83,6 @@ fn transient(error: &object_store::Error) -> bool {
 }
 
 /// The store path of the run's `key` below `prefix`.
-pub(super) fn store_path(prefix: &StorePath, key: &str) -> StorePath {
+pub(crate) fn store_path(prefix: &StorePath, key: &str) -> StorePath {
     key.split('/').fold(prefix.clone(), |path, part| path.child(part))
 }

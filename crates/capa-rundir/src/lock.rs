@@ -24,14 +24,12 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 use serde::{Deserialize, Serialize};
 
-use super::store::{no_conditional_writes, open_store, retrying, store_path};
-
-/// The run lock's key in the run.
-pub(super) const LOCK: &str = "LOCK";
+use crate::keys::{self, LOCK};
+use crate::store::{no_conditional_writes, open_store, retrying, store_path};
 
 /// What a lock is taken on.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Claim {
+pub(crate) enum Claim {
     /// The run: one trainer.
     Run,
     /// A worker's name: one worker of that name.
@@ -39,10 +37,10 @@ pub(super) enum Claim {
 }
 
 impl Claim {
-    pub(super) fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             Claim::Run => LOCK.to_string(),
-            Claim::Worker(name) => format!("workers/{name}.lock"),
+            Claim::Worker(name) => keys::worker_lock(name),
         }
     }
 
@@ -63,7 +61,7 @@ impl Claim {
     }
 
     /// Why a process is refused: the claim is `holder`'s.
-    pub(super) fn refusal(&self, location: &str, holder: &str) -> String {
+    pub(crate) fn refusal(&self, location: &str, holder: &str) -> String {
         match self {
             Claim::Run => format!(
                 "{location} is held by another trainer: {holder}. Stop that trainer first, or use another run.dir"
@@ -107,17 +105,17 @@ impl Claim {
 const RENEW_EVERY: Duration = Duration::from_secs(15);
 
 /// How long a lease may go unrenewed before another process may take it.
-pub(super) const STALE_AFTER: Duration = Duration::from_secs(90);
+pub(crate) const STALE_AFTER: Duration = Duration::from_secs(90);
 
 /// Holds the run (or a worker's name) for this process until dropped (or
 /// until the process ends). See `RunDir::lock`, `RunDir::lock_worker_name`.
 pub struct RunLock<'a> {
     /// The run directory's slot for the trainer's lease, emptied on drop.
-    pub(super) lease_slot: &'a Mutex<Option<Arc<Lease>>>,
-    pub(super) held: Held,
+    pub(crate) lease_slot: &'a Mutex<Option<Arc<Lease>>>,
+    pub(crate) held: Held,
 }
 
-pub(super) enum Held {
+pub(crate) enum Held {
     /// The open `LOCK` file: its `flock` lasts as long as it is open.
     Local { _file: File },
     /// The lease and its renewing thread's stop flag.
@@ -126,13 +124,13 @@ pub(super) enum Held {
 
 /// Who holds a run: what `LOCK` holds, as JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(super) struct Holder {
+pub(crate) struct Holder {
     /// The holder's host name.
     host: String,
     /// Its machine's boot id (Linux), which tells two machines of one name apart.
     boot: String,
     /// Its process id.
-    pub(super) pid: u32,
+    pub(crate) pid: u32,
     /// When it took the lock (Unix seconds).
     started: u64,
     /// When it last renewed the lock (Unix seconds).
@@ -142,7 +140,7 @@ pub(super) struct Holder {
 }
 
 impl Holder {
-    pub(super) fn this_process() -> Holder {
+    pub(crate) fn this_process() -> Holder {
         let now = unix_now();
         let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
         Holder {
@@ -155,7 +153,7 @@ impl Holder {
         }
     }
 
-    pub(super) fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a holder serialises")
     }
 
@@ -165,16 +163,16 @@ impl Holder {
     }
 
     /// Whether the holder is a process of this machine (same name, same boot).
-    pub(super) fn is_here(&self) -> bool {
+    pub(crate) fn is_here(&self) -> bool {
         !self.boot.is_empty() && self.host == host_name() && self.boot == boot_id()
     }
 
-    pub(super) fn unrenewed_for(&self) -> Duration {
+    pub(crate) fn unrenewed_for(&self) -> Duration {
         Duration::from_secs(unix_now().saturating_sub(self.renewed))
     }
 
     /// "pid 123 on host-a, started 5 min ago"
-    pub(super) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let started = Duration::from_secs(unix_now().saturating_sub(self.started));
         format!("pid {} on {}, started {} ago", self.pid, self.host, span(started))
     }
@@ -182,7 +180,7 @@ impl Holder {
 
 /// What a `LOCK` file names, for a message: its holder, or its text as it is
 /// (a lock written by an older capa held only the pid).
-pub(super) fn describe_lock(bytes: &[u8]) -> String {
+pub(crate) fn describe_lock(bytes: &[u8]) -> String {
     match serde_json::from_slice::<Holder>(bytes) {
         Ok(holder) => holder.describe(),
         Err(_) => format!("pid {}", String::from_utf8_lossy(bytes).trim()),
@@ -191,7 +189,7 @@ pub(super) fn describe_lock(bytes: &[u8]) -> String {
 
 /// A store's lease as its holder keeps it: its own client and runtime, so
 /// that renewing never waits on the trainer's storage calls.
-pub(super) struct Lease {
+pub(crate) struct Lease {
     location: String,
     claim: Claim,
     state: Mutex<LeaseState>,
@@ -219,7 +217,7 @@ impl std::error::Error for Lost {}
 
 impl Lease {
     /// Takes the lease on `claim` in the run at `location`, or says who holds it.
-    pub(super) fn acquire(location: &str, options: &[(String, String)], claim: Claim) -> Result<Lease> {
+    pub(crate) fn acquire(location: &str, options: &[(String, String)], claim: Claim) -> Result<Lease> {
         let (store, prefix, runtime) = open_store(location, options)?;
         let key = claim.key();
         let path = store_path(&prefix, &key);
@@ -296,7 +294,7 @@ impl Lease {
     }
 
     /// Renews the lease; a [`Lost`] error when it is no longer this process's.
-    pub(super) fn renew(&self) -> Result<()> {
+    pub(crate) fn renew(&self) -> Result<()> {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let LeaseState { store, runtime, path, holder, version } = &mut *state;
         holder.renewed = unix_now();
@@ -346,7 +344,7 @@ impl Lease {
     /// Removes the lease if it is still this process's: the next trainer
     /// starts at once, on any machine. One quick try; a lease left behind
     /// goes stale.
-    pub(super) fn release(&self) {
+    pub(crate) fn release(&self) {
         let Ok(state) = self.state.try_lock() else { return };
         let LeaseState { store, runtime, path, holder, .. } = &*state;
         let remove_if_ours = async {
@@ -376,7 +374,7 @@ impl Drop for RunLock<'_> {
 /// The renewing thread: renews every [`RENEW_EVERY`] until `stop`; a lost
 /// lease ends the process (what a kill would do, which the run survives),
 /// a store that fails is tried again at the next turn.
-pub(super) fn keep_renewing(lease: &Lease, stop: &AtomicBool) {
+pub(crate) fn keep_renewing(lease: &Lease, stop: &AtomicBool) {
     let tick = Duration::from_millis(100);
     loop {
         let mut waited = Duration::ZERO;
@@ -410,7 +408,7 @@ fn unix_now() -> u64 {
 }
 
 /// A duration for people: "42 s", "5 min", "3 h".
-pub(super) fn span(duration: Duration) -> String {
+pub(crate) fn span(duration: Duration) -> String {
     match duration.as_secs() {
         s if s < 120 => format!("{s} s"),
         s if s < 7200 => format!("{} min", s / 60),
@@ -435,7 +433,7 @@ fn boot_id() -> String {
 }
 
 /// Whether process `pid` runs on this machine (one we may not signal runs too).
-pub(super) fn process_runs(pid: u32) -> bool {
+pub(crate) fn process_runs(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
     unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }

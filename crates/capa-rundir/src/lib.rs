@@ -1,0 +1,25 @@
+//! A training run's directory, local or in a bucket: its files and their
+//! keys ([`keys`]), whole-file writes, the trainer's lock and the workers'
+//! name locks, and [`MetricsLine`], the one type of `metrics.jsonl`. The
+//! trainer writes a run through it; the GUI, `capa plot` and `capa-train
+//! check` read it through it, without the trainer.
+//!
+//! - `dir.rs`: [`RunDir`], a local folder or an object store;
+//! - `lock.rs`: the run lock and the worker-name locks (`flock`, or a lease
+//!   in a store); `store.rs`: the store's client and its retries;
+//! - `keys.rs`: every file's key; `metrics.rs`: the metrics line.
+
+#![deny(missing_docs)]
+
+mod dir;
+pub mod keys;
+mod lock;
+mod metrics;
+mod store;
+
+pub use dir::{Entry, RunDir};
+pub use lock::RunLock;
+pub use metrics::{
+    CurriculumReport, DataCounts, DistillWork, EloKind, Evaluation, MeanLosses, MetricsLine, Probe, SelfPlayWork,
+    SupervisedWork, TrainReport, Work, read_lines, read_metrics, truncate_metrics,
+};
