@@ -4,9 +4,8 @@
 # Vulkan driver where they are missing, then builds the workspace once, in
 # the `quick-release` profile (optimised, no LTO: the deep perft lines and
 # the training tests need optimised code, nobody needs a linked-whole
-# binary), with the wgpu backend compiled in (its tests run on lavapipe), and
-# runs every test. CUDA is type-checked by .ci/run, not built here: each
-# backend compiled in multiplies the generic code of the largest crates. The workspace's own
+# binary), with every backend compiled in (the wgpu tests run on lavapipe;
+# CUDA is compiled, not run), and runs every test. The workspace's own
 # crates are compiled by clippy-driver, so the same build is the lint
 # (`-D warnings`): no second build for `cargo clippy`.
 #
@@ -65,7 +64,7 @@ fi
 # GPU, on Mesa's software one (lavapipe, in mesa-vulkan-drivers).
 features=()
 if [ "${CAPA_SKIP_WGPU_TESTS:-}" != 1 ]; then
-  features=(--features "capa-cli/wgpu,capa-train/wgpu")
+  features=(--features "capa-cli/wgpu,capa-cli/cuda,capa-train/wgpu,capa-train/cuda")
   if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1; then
     echo "installing mesa-vulkan-drivers (Debian) for the wgpu tests on the CPU's software Vulkan" >&2
     sudo=""
