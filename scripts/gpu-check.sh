@@ -138,7 +138,7 @@ peak=${PEAK_TFLOPS:-$peak}
 say "gpu: $gpu, peak ${peak} TFLOP/s (f16/bf16 dense; 0: unknown, set PEAK_TFLOPS)"
 
 # Parity first: figures from a GPU that computes something else are worthless.
-CAPA_GPU_BACKEND=cuda CUBECL_AUTOTUNE_LEVEL=minimal timeout "$(limit 200)" "$bin/parity" --include-ignored --nocapture --test-threads 1 \
+CUBECL_AUTOTUNE_LEVEL=minimal timeout "$(limit 200)" "$bin/parity" --include-ignored --nocapture --test-threads 1 \
   > "$OUT/parity.txt" 2>&1
 echo "parity: exit $? ($(grep -c '^test .* ok$' "$OUT/parity.txt") passed)" | tee -a "$OUT/preflight.txt"
 

@@ -80,7 +80,9 @@ pub enum BenchCommand {
         shuffle_buffer: usize,
     },
     /// Time the network: inference at batch 1, 32 and --batch, and training
-    /// steps (forward, losses, backward, AdamW) at --batch, on fresh weights.
+    /// steps (forward, losses, backward, AdamW) at --batch, on fresh weights,
+    /// each with its copies between host and device (as the search and the
+    /// trainer make them).
     ///
     /// Prints a line per case, then a last line
     /// `infer_b1 X infer_b32 Y infer_bN Z train_bN W` (positions per second, wall clock; median call).
@@ -223,9 +225,7 @@ impl BenchCommand {
                 config.value_hidden = value_hidden.unwrap_or(config.value_hidden);
                 config.validate()?;
                 println!("device {}", device.spec().describe());
-                let args = NetBench { config, batch: batch as usize, seconds, precision: device.precision };
-                capa_net::with_backend(device.spec(), &args)??;
-                Ok(())
+                NetBench { config, batch: batch as usize, seconds, device: device.spec() }.run()
             }
             BenchCommand::Explorer { variant, games, max_plies, queries, dir, seed, reuse } => {
                 let bench = crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, seed, reuse };
@@ -334,24 +334,24 @@ pub struct NetBench {
     pub batch: usize,
     /// Minimum seconds per measurement (at least three calls each).
     pub seconds: f64,
-    /// The float type of the arithmetic.
-    pub precision: capa_net::Precision,
+    /// The device, and the float type of the arithmetic.
+    pub device: capa_net::DeviceSpec,
 }
 
 /// Median wall seconds per call of `work` (after one warm-up call), and CPU
 /// seconds per call.
-fn time_calls(seconds: f64, mut work: impl FnMut()) -> (f64, f64) {
-    work();
+fn time_calls<E>(seconds: f64, mut work: impl FnMut() -> Result<(), E>) -> Result<(f64, f64), E> {
+    work()?;
     let (start, cpu_start) = (Instant::now(), cpu_seconds());
     let mut samples = Vec::new();
     while samples.len() < 3 || start.elapsed().as_secs_f64() < seconds {
         let call = Instant::now();
-        work();
+        work()?;
         samples.push(call.elapsed().as_secs_f64());
     }
     let cpu = (cpu_seconds() - cpu_start) / samples.len() as f64;
     samples.sort_by(f64::total_cmp);
-    (samples[samples.len() / 2], cpu)
+    Ok((samples[samples.len() / 2], cpu))
 }
 
 /// Positions from seeded random games, encoded without history, and training
@@ -383,34 +383,24 @@ fn net_inputs<G: capa_net::NetGame>(count: usize) -> (Vec<f32>, Vec<f32>, Vec<bo
     (planes, policy, legal)
 }
 
-impl capa_net::BackendTask for &NetBench {
-    type Output = Result<()>;
-
-    fn run<B: capa_net::CapaAutodiffBackend>(self, device: B::Device) -> Result<()> {
-        use capa_net::burn::prelude::*;
-        use capa_net::{Net, Targets, TrainConfig, Trainer};
+impl NetBench {
+    /// Times inference at batch 1, 32 and [`NetBench::batch`], then
+    /// training steps at [`NetBench::batch`], each with the copies to the
+    /// device and back that the search's evaluator and the trainer make.
+    fn run(&self) -> Result<()> {
+        use capa_net::{HostBatch, Start, TrainConfig, Training};
         let game = self.config.game;
-        let (planes_per, ranks, files, policy_size) =
-            (capa_net::input_planes(game), game.ranks(), game.files(), game.policy_size());
+        let input_len = capa_net::input_planes(game) * game.ranks() * game.files();
         let (planes, policy, legal) = capa_rules::for_game!(game, G => net_inputs::<G>(self.batch));
-        let input = |rows: usize| -> Tensor<B::InnerBackend, 4> {
-            let data =
-                TensorData::new(planes[..rows * planes_per * ranks * files].to_vec(), [rows, planes_per, ranks, files]);
-            Tensor::from_data(data, &device)
-        };
-        let net = Net::<B::InnerBackend>::new(&self.config, &device);
-        let params = net.num_params();
-        let net = net.cast(self.precision);
+        let start = Start::Fresh { config: &self.config, seed: 0, init: None };
+        let mut trainer = Training::start(self.device, &[], start, TrainConfig::default())?;
+        let net = trainer.inference()?;
         let flops = self.config.forward_flops();
-        println!("precision {} gflop_per_position {:.4}", self.precision, flops * 1e-9);
+        println!("precision {} gflop_per_position {:.4}", self.device.precision, flops * 1e-9);
         let mut line = Vec::new();
         for rows in [1, 32, self.batch] {
-            let x = input(rows);
-            let (wall, cpu) = time_calls(self.seconds, || {
-                let out = net.forward(x.clone(), false);
-                // Reading the results back is part of inference.
-                let _ = (out.policy.into_data(), out.wdl.into_data(), out.moves_left.into_data());
-            });
+            let (wall, cpu) =
+                time_calls(self.seconds, || net.forward(planes[..rows * input_len].to_vec(), rows).map(drop))?;
             println!(
                 "infer batch {rows} ms_per_batch {:.2} positions_per_s {:.1} positions_per_cpu_s {:.1} tflop_per_s {:.3}",
                 wall * 1e3,
@@ -421,28 +411,26 @@ impl capa_net::BackendTask for &NetBench {
             line.push(format!("infer_b{rows} {:.1}", rows as f64 / wall));
         }
         let rows = self.batch;
-        let x = Tensor::<B, 4>::from_data(TensorData::new(planes.clone(), [rows, planes_per, ranks, files]), &device);
-        let wdl: Vec<f32> = (0..rows).flat_map(|i| (0..3).map(move |k| f32::from(u8::from(i % 3 == k)))).collect();
-        let targets = Targets::<B> {
-            policy: Tensor::from_data(TensorData::new(policy.clone(), [rows, policy_size]), &device),
-            legal: Tensor::from_data(TensorData::new(legal, [rows, policy_size]), &device),
-            wdl: Tensor::from_data(TensorData::new(wdl, [rows, 3]), &device),
-            moves_left: Tensor::full([rows, 1], 40.0, &device),
-            future: Tensor::from_data(TensorData::new(policy, [rows, policy_size]), &device),
+        let batch = HostBatch {
+            size: rows,
+            planes,
+            wdl: (0..rows).flat_map(|i| (0..3).map(move |k| f32::from(u8::from(i % 3 == k)))).collect(),
+            moves_left: vec![40.0; rows],
+            future: policy.clone(),
+            policy,
+            legal,
+            best: Vec::new(),
         };
-        let mut trainer = Trainer::new(Net::<B>::new(&self.config, &device), TrainConfig::default())?;
-        trainer.compute_in(self.precision)?;
-        let (wall, cpu) = time_calls(self.seconds, || {
-            trainer.step(x.clone(), targets.clone());
-        });
+        let (wall, cpu) = time_calls(self.seconds, || trainer.step(batch.clone()).map(drop))?;
         // Forward, and backward at twice its cost.
         println!(
             "train batch {rows} ms_per_step {:.1} positions_per_s {:.1} positions_per_cpu_s {:.1} tflop_per_s {:.3} \
-             params {params}",
+             params {}",
             wall * 1e3,
             rows as f64 / wall,
             rows as f64 / cpu,
-            3.0 * rows as f64 * flops / wall * 1e-12
+            3.0 * rows as f64 * flops / wall * 1e-12,
+            self.config.parameter_count()
         );
         line.push(format!("train_b{rows} {:.1}", rows as f64 / wall));
         println!("{}", line.join(" "));

@@ -4,7 +4,9 @@
 //! network files and checkpoints, and the search's [`Evaluator`](capa_mcts::Evaluator).
 //!
 //! Code that runs the network is generic over burn's `Backend`; the
-//! backend is chosen at run time with [`with_backend`].
+//! backend is chosen at run time with [`with_backend`]. Other crates hold
+//! a [`Training`] or an [`Inference`], which name no backend, so that
+//! burn's generic code is compiled here once rather than in each of them.
 
 #![deny(missing_docs)]
 
@@ -16,6 +18,7 @@ mod config;
 mod cpu;
 mod device;
 mod encode;
+mod erased;
 mod error;
 mod evaluator;
 mod loss;
@@ -24,6 +27,7 @@ mod ops;
 mod panics;
 mod precision;
 mod store;
+mod threads;
 mod train;
 #[cfg(feature = "wgpu")]
 mod wgpu_adapter;
@@ -37,12 +41,14 @@ pub use checkpoint::{
 pub use config::{FfnKind, NetConfig, NormKind, PolicyHeadKind, input_planes};
 pub use device::{BackendKind, DeviceSpec};
 pub use encode::{NetGame, encode_batch};
+pub use erased::{BatchLosses, HostBatch, Inference, Start, Training};
 pub use error::NetError;
 pub use evaluator::NetEvaluator;
 pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
 pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
 pub use ops::{CapaAutodiffBackend, CapaBackend, mish};
 pub use precision::Precision;
+pub use threads::HostOutput;
 pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 
 /// burn itself, so that users of capa-net name the same version.

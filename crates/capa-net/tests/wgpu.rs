@@ -1,6 +1,6 @@
 //! A GPU backend against the CPU one: wgpu on whatever adapter `wgpu:0` is
-//! (Mesa's lavapipe in CI), or, built with the `cuda` feature and run with
-//! `CAPA_GPU_BACKEND=cuda` (scripts/gpu-check.sh), CUDA device 0. Every op
+//! (Mesa's lavapipe in CI), or, built with the `cuda` feature alone
+//! (scripts/gpu-check.sh), CUDA device 0. Every op
 //! of `CapaBackend` through its GPU path (the tensor-op defaults,
 //! differentiated by capa's autodiff nodes) against the CPU kernels; a
 //! whole training step of a narrow network for both games: outputs,
@@ -36,13 +36,20 @@ use capa_rules::chess::Chess;
 
 type Inner<B> = <B as AutodiffBackend>::InnerBackend;
 
+/// The CPU backend, which the GPU one is held to.
+type Cpu = burn::backend::Autodiff<burn::backend::Flex>;
+
+/// The GPU backend under test: wgpu where it is compiled in, else CUDA.
+/// The tests run their work on these two types only (not through
+/// `with_backend`, which would compile it for every backend there is).
+#[cfg(feature = "wgpu")]
+type Gpu = burn::backend::Autodiff<burn::backend::Wgpu>;
+#[cfg(not(feature = "wgpu"))]
+type Gpu = burn::backend::Autodiff<burn::backend::Cuda>;
+
 /// Device 0 of the backend under test.
 fn gpu() -> DeviceSpec {
-    let backend = match std::env::var("CAPA_GPU_BACKEND") {
-        Ok(name) => name.parse().expect("CAPA_GPU_BACKEND: wgpu or cuda"),
-        Err(_) => BackendKind::Wgpu,
-    };
-    DeviceSpec::new(backend, 0)
+    DeviceSpec::new(<Gpu as CapaBackend>::KIND, 0)
 }
 
 /// Holds the device for one test at a time. Lavapipe runs every dispatch
@@ -117,12 +124,19 @@ fn assert_parity(what: &str, cpu: &Values, gpu: &Values, tolerance: impl Fn(&str
     assert!(failures.is_empty(), "{what}: out of tolerance:\n  {}", failures.join("\n  "));
 }
 
-/// Runs `task` on the CPU and on `wgpu:0`.
+/// Runs `task` on the CPU and on the GPU under test.
 fn on_both<T: BackendTask<Output = Values> + Clone>(task: T) -> (Values, Values) {
-    let cpu = with_backend(DeviceSpec::CPU, task.clone()).expect("the CPU backend");
-    let gpu = with_backend(gpu(), task)
+    (on_cpu(task.clone()), on_gpu(task))
+}
+
+fn on_cpu<T: BackendTask>(task: T) -> T::Output {
+    task.run::<Cpu>(Cpu::device(0).expect("the CPU backend"))
+}
+
+fn on_gpu<T: BackendTask>(task: T) -> T::Output {
+    let device = Gpu::device(0)
         .unwrap_or_else(|e| panic!("{e} (for wgpu on a machine without a GPU, install mesa-vulkan-drivers)"));
-    (cpu, gpu)
+    task.run::<Gpu>(device)
 }
 
 /// Every op of `CapaBackend`, forward and (through the autodiff node)
@@ -494,7 +508,7 @@ fn wgpu_half_precision_step_is_close_to_the_cpu() {
     let _device = one_at_a_time();
     for precision in [Precision::F16, Precision::Bf16] {
         let task = step::<Capablanca>(narrow(GameKind::Capablanca, PolicyHeadKind::Conv), precision);
-        let cpu = with_backend(DeviceSpec::CPU, Step { precision: Precision::F32, ..task.clone() }).unwrap();
+        let cpu = on_cpu(Step { precision: Precision::F32, ..task.clone() });
         let spec = DeviceSpec { precision, ..gpu() };
         if let Err(refusal) = with_backend(spec, Nothing) {
             let refusal = refusal.to_string();
@@ -502,7 +516,7 @@ fn wgpu_half_precision_step_is_close_to_the_cpu() {
             assert!(refusal.contains(&format!("cannot compute in `{precision}`")), "{refusal}");
             continue;
         }
-        let gpu = with_backend(spec, task).unwrap();
+        let gpu = on_gpu(task);
         let digits = if precision == Precision::F16 { 2e-3 } else { 1.6e-2 };
         assert_parity(&format!("capablanca {precision} step"), &cpu, &gpu, |name| {
             if name.starts_with("after step") || name.starts_with("ema") {

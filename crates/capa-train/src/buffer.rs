@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use capa_data::{GameRecord, PlyRecord, plies_to_end};
 use capa_mcts::HISTORY_LEN;
-use capa_net::NetGame;
+use capa_net::{HostBatch, NetGame};
 use capa_rules::Rng;
 use capa_rules::{Color, History, MoveList};
 use rayon::prelude::*;
@@ -37,28 +37,6 @@ struct Stored<G: NetGame> {
     samples: Vec<u32>,
     /// Share of the root value in this game's value targets.
     q_weight: f32,
-}
-
-/// A batch on the host, ready to become tensors.
-#[derive(Clone, Debug, Default)]
-pub struct HostBatch {
-    /// Positions in the batch.
-    pub size: usize,
-    /// `[size, planes, ranks, files]`.
-    pub planes: Vec<f32>,
-    /// `[size, policy]`: the visit shares; zeros after a fast search.
-    pub policy: Vec<f32>,
-    /// `[size, policy]`: 1 on legal moves.
-    pub legal: Vec<bool>,
-    /// `[size, 3]`: win, draw, loss for the side to move.
-    pub wdl: Vec<f32>,
-    /// `[size]`: plies left in the game.
-    pub moves_left: Vec<f32>,
-    /// `[size, policy]`: the side to move's next move (one-hot), zeros if none.
-    pub future: Vec<f32>,
-    /// `[size]`, or empty: the policy index of the move each position's
-    /// record names best, which the top-1 agreement counts against.
-    pub best: Vec<u32>,
 }
 
 /// How the value target of a position is made.

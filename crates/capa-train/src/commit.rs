@@ -4,10 +4,7 @@
 //! that reads them back.
 
 use anyhow::{Context, Result};
-use capa_net::{
-    CapaAutodiffBackend, CapaBackend, Net, NetConfig, Trainer, load_checkpoint, load_net_into, net_bytes,
-    save_checkpoint,
-};
+use capa_net::{Inference, NetConfig, Start, Training};
 use serde::{Deserialize, Serialize};
 
 use capa_rundir::keys::{self, COMMIT};
@@ -40,52 +37,48 @@ pub(crate) struct Carried {
 }
 
 /// Where a run starts: its trainer, first iteration and newest network.
-pub(crate) struct Resumed<B: CapaAutodiffBackend> {
-    pub trainer: Trainer<B>,
+pub(crate) struct Resumed {
+    pub trainer: Training,
     pub first_iteration: u64,
     pub network: String,
     pub carried: Carried,
 }
 
 /// The trainer of the last committed iteration, or a fresh one (published
-/// as the run's first network), on the first of `devices` and spread over
-/// the others.
-pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
-    config: &RunConfig,
-    dir: &RunDir,
-    devices: &[B::Device],
-) -> Result<Resumed<B>> {
-    let device = &devices[0];
-    let mut resumed = match read_latest(dir)? {
+/// as the run's first network), on the run's devices.
+pub(crate) fn start_trainer(config: &RunConfig, dir: &RunDir) -> Result<Resumed> {
+    let (spec, further) = (config.device(), &config.devices()[1..]);
+    let optimizer = config.optimizer.clone();
+    let resumed = match read_latest(dir)? {
         Some(latest) => {
             let key = keys::checkpoint(&latest.checkpoint);
             let path = dir
                 .local_copy(&key)?
                 .with_context(|| format!("{COMMIT} in {} names {key}, which is missing", dir.location()))?;
-            let trainer = load_checkpoint::<B>(&path, config.optimizer.clone(), device)
+            let trainer = Training::start(spec, further, Start::Checkpoint(&path), optimizer)
                 .with_context(|| format!("cannot resume from {key} in {}", dir.location()))?;
             tracing::info!("resuming {} after iteration {}", dir.location(), latest.iteration);
             truncate_metrics(dir, latest.iteration)?;
             Resumed { trainer, first_iteration: latest.iteration + 1, network: latest.network, carried: latest.carried }
         }
         None => {
-            B::seed(device, config.run.seed);
-            let mut net = Net::<B>::new(&config.net_config()?, device);
-            if let Some(init) = &config.run.init {
-                net = load_net_into(net, init)
-                    .with_context(|| format!("run.init: the run cannot start from {}", init.display()))?;
+            let net_config = config.net_config()?;
+            let init = config.run.init.as_deref();
+            let start = Start::Fresh { config: &net_config, seed: config.run.seed, init };
+            let trainer = Training::start(spec, further, start, optimizer).with_context(|| match init {
+                Some(init) => format!("run.init: the run cannot start from {}", init.display()),
+                None => "cannot start training".to_string(),
+            })?;
+            if let Some(init) = init {
                 tracing::info!("the run's first network starts from {}", init.display());
             }
-            let trainer = Trainer::new(net, config.optimizer.clone())?;
-            let network = publish_net(&trainer.inference_net(), dir)?;
+            let network = publish_net(&trainer.inference()?, dir)?;
             Resumed { trainer, first_iteration: 1, network, carried: Carried::default() }
         }
     };
-    if devices.len() > 1 {
-        resumed.trainer.spread_over(devices[1..].to_vec())?;
-        tracing::info!("training data-parallel over {} devices", devices.len());
+    if !further.is_empty() {
+        tracing::info!("training data-parallel over {} devices", further.len() + 1);
     }
-    resumed.trainer.compute_in(config.run.precision)?;
     Ok(resumed)
 }
 
@@ -95,17 +88,17 @@ pub(crate) fn start_trainer<B: CapaAutodiffBackend>(
 /// prunes old checkpoints. A run killed before the
 /// commit redoes the iteration, and the resume drops what `record` wrote
 /// for it; one killed after has it all.
-pub(crate) fn commit<B: CapaAutodiffBackend>(
+pub(crate) fn commit(
     config: &RunConfig,
     dir: &RunDir,
-    trainer: &Trainer<B>,
+    trainer: &Training,
     iteration: u64,
     network: &str,
     carried: Carried,
     record: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     let checkpoint = keys::checkpoint_name(iteration);
-    dir.save_with(&keys::checkpoint(&checkpoint), |path| Ok(save_checkpoint(trainer, path)?))?;
+    dir.save_with(&keys::checkpoint(&checkpoint), |path| Ok(trainer.save_checkpoint(path)?))?;
     record()?;
     // Committed only under a lock that is still this trainer's.
     dir.confirm_lock()?;
@@ -115,8 +108,8 @@ pub(crate) fn commit<B: CapaAutodiffBackend>(
 }
 
 /// Saves the network under its hash and points `LATEST` at it.
-pub(crate) fn publish_net<B: CapaBackend>(net: &Net<B>, dir: &RunDir) -> Result<String> {
-    let bytes = net_bytes(net)?;
+pub(crate) fn publish_net(net: &Inference, dir: &RunDir) -> Result<String> {
+    let bytes = net.to_bytes()?;
     let hash = network_hash(net.config(), &bytes);
     dir.write(&keys::network(&hash), &bytes)?;
     dir.publish_latest(&hash)?;
@@ -165,14 +158,9 @@ fn prune_checkpoints(dir: &RunDir, latest: u64, every: u64, keep: usize) -> Resu
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use capa_net::burn::backend::flex::FlexDevice;
-    use capa_net::burn::backend::{Autodiff, Flex};
-    use capa_net::burn::prelude::Backend;
-    use capa_net::save_net;
+    use capa_net::DeviceSpec;
 
     use super::*;
-
-    type Train = Autodiff<Flex>;
 
     const NET: &str =
         "[net]\npreset = \"small\"\nchannels = 16\nblocks = 1\ntransformer_blocks = 1\nheads = 2\ngroups = 2\n";
@@ -187,8 +175,7 @@ mod tests {
     }
 
     /// A network file's tensors: what follows the safetensors header.
-    fn weights(path: &Path) -> Vec<u8> {
-        let bytes = std::fs::read(path).unwrap();
+    fn weights(bytes: &[u8]) -> Vec<u8> {
         let header = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
         bytes[8 + header..].to_vec()
     }
@@ -201,16 +188,17 @@ mod tests {
         let init = base.join("init.safetensors");
         let run = config(&base.join("run"), NET, &init);
         // Weights the run's own seed would not give.
-        Train::seed(&FlexDevice, run.run.seed + 98);
-        save_net(&Net::<Flex>::new(&run.net_config().unwrap(), &FlexDevice), &init).unwrap();
+        let net_config = run.net_config().unwrap();
+        let other = Start::Fresh { config: &net_config, seed: run.run.seed + 98, init: None };
+        let other = Training::start(DeviceSpec::CPU, &[], other, run.optimizer.clone()).unwrap();
+        std::fs::write(&init, other.inference().unwrap().to_bytes().unwrap()).unwrap();
 
-        let started = start_trainer::<Train>(&run, &RunDir::open(&run.run.dir).unwrap(), &[FlexDevice]).unwrap();
-        let first = base.join("first.safetensors");
-        save_net(&started.trainer.inference_net(), &first).unwrap();
-        assert_eq!(weights(&first), weights(&init), "the first network is the file's");
+        let started = start_trainer(&run, &RunDir::open(&run.run.dir).unwrap()).unwrap();
+        let first = started.trainer.inference().unwrap().to_bytes().unwrap();
+        assert_eq!(weights(&first), weights(&std::fs::read(&init).unwrap()), "the first network is the file's");
 
         let wider = config(&base.join("wider"), &NET.replace("channels = 16", "channels = 24"), &init);
-        let refused = start_trainer::<Train>(&wider, &RunDir::open(&wider.run.dir).unwrap(), &[FlexDevice]);
+        let refused = start_trainer(&wider, &RunDir::open(&wider.run.dir).unwrap());
         let error = format!("{:#}", refused.err().expect("another architecture is refused"));
         assert!(error.contains("run.init") && error.contains("init.safetensors"), "{error}");
         let _ = std::fs::remove_dir_all(&base);

@@ -7,11 +7,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::marker::PhantomData;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use capa_net::{BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, load_net, with_backend};
+use capa_net::{DeviceSpec, Inference, NetGame};
 use capa_rules::Color;
 use capa_rules::for_game;
 use capa_rundir::keys::{self, CONFIG, LATEST};
@@ -219,16 +218,16 @@ pub fn overfit_check(location: &Path, positions: usize, device: DeviceSpec) -> R
         Some((name, _)) => files.iter().cloned().partition(|f| player_of(f).as_ref() == Some(name)),
         None => (Vec::new(), Vec::new()),
     };
-    let task = Check {
+    let check = Check {
         config: &config,
         dir: &dir,
         files: &files,
         latest: &latest,
         held_out: player.as_ref().map(|(_, path)| (path.as_path(), own.as_slice(), before.as_slice())),
         positions,
-        _game: PhantomData::<()>,
+        device,
     };
-    let (oldest, newest, held) = for_game!(config.game.name, G => with_backend(device, task.for_game::<G>()))??;
+    let (oldest, newest, held) = for_game!(config.game.name, G => check.run::<G>())?;
     let held_out = player.zip(held).map(|((network, _), (positions, unseen, seen))| HeldOutReport {
         network,
         positions,
@@ -238,8 +237,8 @@ pub fn overfit_check(location: &Path, positions: usize, device: DeviceSpec) -> R
     Ok(OverfitReport { network, positions, oldest, newest, held_out })
 }
 
-/// What the overfit check measures, for one game.
-struct Check<'a, G> {
+/// What the overfit check measures.
+struct Check<'a> {
     config: &'a RunConfig,
     dir: &'a RunDir,
     files: &'a [Entry],
@@ -247,24 +246,15 @@ struct Check<'a, G> {
     /// The network that played the newest games, its games, and the ones before.
     held_out: Option<(&'a Path, &'a [Entry], &'a [Entry])>,
     positions: usize,
-    _game: PhantomData<G>,
+    device: DeviceSpec,
 }
 
 /// Losses on the window's oldest and newest positions; then, for the
 /// held-out check, the positions measured and the losses on unseen and seen games.
 type CheckOutput = Result<([f64; 3], [f64; 3], Option<(usize, [f64; 3], [f64; 3])>)>;
 
-impl<'a> Check<'a, ()> {
-    /// The same check, for game `G`.
-    fn for_game<G>(self) -> Check<'a, G> {
-        let Check { config, dir, files, latest, held_out, positions, .. } = self;
-        Check { config, dir, files, latest, held_out, positions, _game: PhantomData }
-    }
-}
-
-impl<G: NetGame> BackendTask for Check<'_, G> {
-    type Output = CheckOutput;
-    fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Self::Output {
+impl Check<'_> {
+    fn run<G: NetGame>(self) -> CheckOutput {
         let config = self.config;
         let buffer_of = |files: &[Entry], positions: usize| -> Result<ReplayBuffer<G>> {
             let mut buffer = ReplayBuffer::<G>::new(positions, config.buffer.sampling, config.train.value_target());
@@ -274,7 +264,7 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
             Ok(buffer)
         };
         let weights = &config.optimizer.loss_weights;
-        let net = load_net::<B::InnerBackend>(self.latest, &device)?;
+        let net = Inference::load(self.latest, self.device)?;
         let window = buffer_of(self.files, config.buffer.window)?;
         anyhow::ensure!(
             window.positions() / 2 >= self.positions.max(1),
@@ -282,13 +272,13 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
             window.positions(),
             self.positions
         );
-        let mean = |net: &capa_net::Net<B::InnerBackend>, buffer: &ReplayBuffer<G>, range| {
-            let m = mean_losses(net, buffer, range, weights, &device);
-            [m.policy, m.wdl, m.total]
+        let mean = |net: &Inference, buffer: &ReplayBuffer<G>, range| -> Result<[f64; 3]> {
+            let m = mean_losses(net, buffer, range, weights)?;
+            Ok([m.policy, m.wdl, m.total])
         };
         let end = window.positions();
-        let oldest = mean(&net, &window, 0..self.positions);
-        let newest = mean(&net, &window, end - self.positions..end);
+        let oldest = mean(&net, &window, 0..self.positions)?;
+        let newest = mean(&net, &window, end - self.positions..end)?;
         let Some((player, own, before)) = self.held_out else {
             return Ok((oldest, newest, None));
         };
@@ -297,10 +287,10 @@ impl<G: NetGame> BackendTask for Check<'_, G> {
         if n == 0 {
             return Ok((oldest, newest, None));
         }
-        let player = load_net::<B::InnerBackend>(player, &device)?;
+        let player = Inference::load(player, self.device)?;
         let last = |buffer: &ReplayBuffer<G>| buffer.positions() - n..buffer.positions();
-        let unseen_losses = mean(&player, &unseen, last(&unseen));
-        let seen_losses = mean(&player, &seen, last(&seen));
+        let unseen_losses = mean(&player, &unseen, last(&unseen))?;
+        let seen_losses = mean(&player, &seen, last(&seen))?;
         Ok((oldest, newest, Some((n, unseen_losses, seen_losses))))
     }
 }

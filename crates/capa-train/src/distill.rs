@@ -21,13 +21,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use burn::prelude::*;
-use burn::tensor::activation::softmax;
 use capa_data::{GameRecord, PolicyTarget, RECORD_EXTENSION, TEACHER_EXTENSION, TeacherGame};
-use capa_net::{CapaAutodiffBackend, CapaBackend, MOVES_LEFT_SCALE, Net, NetGame, burn, load_net};
+use capa_net::{HostBatch, Inference, NetGame};
 use capa_rundir::{DistillWork, MetricsLine, RunDir, Work, keys};
 
-use crate::buffer::{HostBatch, ReplayBuffer, Sampling, ValueTarget};
+use crate::buffer::{ReplayBuffer, Sampling, ValueTarget};
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::evaluate::{self, evaluate_if_due};
@@ -131,81 +129,64 @@ pub(crate) fn read_teacher<G: NetGame>(
     Ok(())
 }
 
-/// `distill.teacher_net`: a network whose outputs are the targets.
-struct TeacherNet<B: CapaBackend> {
-    net: Net<B>,
-    device: B::Device,
-}
-
-impl<B: CapaBackend> TeacherNet<B> {
-    /// The run's teacher network, if it names one.
-    ///
-    /// # Errors
-    /// A file that does not load, or a network of another game.
-    fn load(config: &RunConfig, device: &B::Device) -> Result<Option<TeacherNet<B>>> {
-        let Some(path) = &config.distill.teacher_net else { return Ok(None) };
-        let net = load_net::<B>(path, device)
-            .with_context(|| format!("distill.teacher_net: cannot load {}", path.display()))?;
-        if net.config().game != config.game.name {
-            bail!(
-                "distill.teacher_net: {} plays {}, this run {}",
-                path.display(),
-                net.config().game.name(),
-                config.game.name.name()
-            );
-        }
-        tracing::info!(
-            "teacher network {}: {} parameters; the student: {}",
+/// `distill.teacher_net`, the network whose outputs are the targets, if
+/// the run names one.
+///
+/// # Errors
+/// A file that does not load, or a network of another game.
+fn teacher_net(config: &RunConfig) -> Result<Option<Inference>> {
+    let Some(path) = &config.distill.teacher_net else { return Ok(None) };
+    let net = Inference::load(path, config.device())
+        .with_context(|| format!("distill.teacher_net: cannot load {}", path.display()))?;
+    if net.config().game != config.game.name {
+        bail!(
+            "distill.teacher_net: {} plays {}, this run {}",
             path.display(),
-            net.config().parameter_count(),
-            config.net_config()?.parameter_count()
+            net.config().game.name(),
+            config.game.name.name()
         );
-        Ok(Some(TeacherNet { net, device: device.clone() }))
     }
-
-    /// Replaces the policy, WDL and moves-left targets of `batch` by the
-    /// teacher's outputs on its positions (the policy as a softmax over the
-    /// legal moves), and its best moves by the teacher's first choices.
-    fn relabel<G: NetGame>(&self, mut batch: HostBatch) -> HostBatch {
-        let (rows, width) = (batch.size, G::policy_size());
-        let shape = [rows, G::PLANES, G::RANKS, G::FILES];
-        let planes = Tensor::<B, 4>::from_data(TensorData::new(batch.planes.clone(), shape), &self.device);
-        let out = self.net.forward(planes, false);
-        let host = |t: Tensor<B, 2>| t.into_data().convert::<f32>().into_vec::<f32>().expect("f32 data");
-        let logits = host(out.policy);
-        batch.wdl = host(softmax(out.wdl, 1));
-        batch.moves_left = host(out.moves_left).into_iter().map(|m| m * MOVES_LEFT_SCALE).collect();
-        batch.best = Vec::with_capacity(rows);
-        for ((logits, legal), policy) in
-            logits.chunks(width).zip(batch.legal.chunks(width)).zip(batch.policy.chunks_mut(width))
-        {
-            let (mut best, mut max) = (0, f32::NEG_INFINITY);
-            for (i, &logit) in logits.iter().enumerate() {
-                if legal[i] && logit > max {
-                    (best, max) = (i, logit);
-                }
-            }
-            let mut total = 0.0;
-            for (i, target) in policy.iter_mut().enumerate() {
-                *target = if legal[i] { (logits[i] - max).exp() } else { 0.0 };
-                total += *target;
-            }
-            policy.iter_mut().for_each(|target| *target /= total);
-            batch.best.push(best as u32);
-        }
-        batch
-    }
+    tracing::info!(
+        "teacher network {}: {} parameters; the student: {}",
+        path.display(),
+        net.config().parameter_count(),
+        config.net_config()?.parameter_count()
+    );
+    Ok(Some(net))
 }
+
+/// Replaces the policy, WDL and moves-left targets of `batch` by the
+/// teacher's outputs on its positions (the policy as a softmax over the
+/// legal moves), and its best moves by the teacher's first choices.
+fn relabel(teacher: &Inference, mut batch: HostBatch) -> Result<HostBatch> {
+    let (rows, width) = (batch.size, teacher.config().game.policy_size());
+    let out = teacher.forward(batch.planes.clone(), rows)?;
+    batch.wdl = (0..rows).flat_map(|row| out.win_draw_loss(row)).collect();
+    batch.moves_left = out.moves_left;
+    batch.best = Vec::with_capacity(rows);
+    for ((logits, legal), policy) in
+        out.policy.chunks(width).zip(batch.legal.chunks(width)).zip(batch.policy.chunks_mut(width))
+    {
+        let (mut best, mut max) = (0, f32::NEG_INFINITY);
+        for (i, &logit) in logits.iter().enumerate() {
+            if legal[i] && logit > max {
+                (best, max) = (i, logit);
+            }
+        }
+        let mut total = 0.0;
+        for (i, target) in policy.iter_mut().enumerate() {
+            *target = if legal[i] { (logits[i] - max).exp() } else { 0.0 };
+            total += *target;
+        }
+        policy.iter_mut().for_each(|target| *target /= total);
+        batch.best.push(best as u32);
+    }
+    Ok(batch)
+}
+
 /// The distillation loop: epochs until iteration `last` or `stop`.
-pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
-    config: &RunConfig,
-    dir: &RunDir,
-    stop: &AtomicBool,
-    devices: &[B::Device],
-    last: u64,
-) -> Result<Finish> {
-    let device = &devices[0];
-    let resumed = start_trainer::<B>(config, dir, devices)?;
+pub(crate) fn distill<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &AtomicBool, last: u64) -> Result<Finish> {
+    let resumed = start_trainer(config, dir)?;
     if resumed.first_iteration > last {
         return Ok(Finish::Completed);
     }
@@ -223,43 +204,42 @@ pub(crate) fn distill<B: CapaAutodiffBackend, G: NetGame>(
         data.held_out.positions(),
         data.held_out.games()
     );
-    let teacher = TeacherNet::<B::InnerBackend>::load(config, device)?;
+    let teacher = teacher_net(config)?;
     let label = |batch: HostBatch| match &teacher {
-        Some(teacher) => teacher.relabel::<G>(batch),
-        None => batch,
+        Some(teacher) => relabel(teacher, batch),
+        None => Ok(batch),
     };
     let bar = progress(1, "labelling the held-out positions");
     let held_out_positions = data.held_out.positions();
     let held_out_batches: Vec<HostBatch> = (0..held_out_positions)
         .step_by(MEASURE_BATCH)
         .map(|start| label(data.held_out.encode_range(start..(start + MEASURE_BATCH).min(held_out_positions))))
-        .collect();
+        .collect::<Result<_>>()?;
     bar.finish_and_clear();
     let (mut trainer, mut network) = (resumed.trainer, resumed.network);
     let steps = data.train.positions().div_ceil(config.train.batch) as u64;
     for iteration in resumed.first_iteration..=last {
         let started = Instant::now();
-        let batches = |rng: &mut _| data.train.sample(config.train.batch, rng).map(label);
-        let Some(report) = train::<B, G>(config, &mut trainer, batches, steps, iteration, device, stop)? else {
+        let batches = |rng: &mut _| data.train.sample(config.train.batch, rng).map(label).transpose();
+        let Some(report) = train(config, &mut trainer, batches, steps, iteration, stop)? else {
             return Ok(Finish::Interrupted);
         };
         let seconds_train = started.elapsed().as_secs_f64();
         let measured = Instant::now();
         let bar = progress(1, &format!("epoch {iteration} held-out"));
-        let held_out = mean_losses_of::<B::InnerBackend, G>(
-            &trainer.inference_net(),
-            held_out_batches.iter().cloned(),
+        let held_out = mean_losses_of(
+            &trainer.inference()?,
+            &mut held_out_batches.iter().cloned(),
             &config.optimizer.loss_weights,
-            device,
-        );
+        )?;
         bar.finish_and_clear();
         let seconds_held_out = measured.elapsed().as_secs_f64();
         let saved = Instant::now();
-        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference_net(), dir)?);
+        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference()?, dir)?);
         let seconds_checkpoint = saved.elapsed().as_secs_f64();
         // Before the commit, as in the self-play loop: a run killed during
         // the evaluation redoes the epoch, and its metrics line is whole.
-        let eval = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
+        let eval = evaluate_if_due::<G>(config, dir, &trainer, &previous, iteration)?;
         let saved = Instant::now();
         let mut recorded = None;
         commit(config, dir, &trainer, iteration, &network, Carried::default(), || {

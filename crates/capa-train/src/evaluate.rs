@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capa_mcts::SearchParams;
-use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer, load_net};
+use capa_net::{Inference, NetEvaluator, NetGame, Training};
 use capa_play::{
     Bisection, Bracket, EloEstimate, EstimateKind, Ladder, MatchScore, MatchSettings, Openings, Placement,
     SearchPlayer, UciPlayer, place, play_match, rate,
@@ -144,16 +144,15 @@ const LADDER_TIMEOUT: Duration = Duration::from_secs(60);
 ///
 /// # Errors
 /// As [`evaluate`].
-pub(crate) fn evaluate_if_due<B: CapaAutodiffBackend, G: NetGame>(
+pub(crate) fn evaluate_if_due<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
-    trainer: &Trainer<B>,
-    device: &B::Device,
+    trainer: &Training,
     previous: &str,
     iteration: u64,
 ) -> Result<Option<Evaluation>> {
     let due = config.eval.every > 0 && iteration.is_multiple_of(config.eval.every);
-    due.then(|| evaluate::<B, G>(config, dir, trainer, device, previous, iteration)).transpose()
+    due.then(|| evaluate::<G>(config, dir, trainer, previous, iteration)).transpose()
 }
 
 /// Evaluates the trainer's network for `iteration`: against the engine
@@ -161,18 +160,16 @@ pub(crate) fn evaluate_if_due<B: CapaAutodiffBackend, G: NetGame>(
 ///
 /// # Errors
 /// A missing previous network, an engine or search failure.
-fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
+fn evaluate<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
-    trainer: &Trainer<B>,
-    device: &B::Device,
+    trainer: &Training,
     previous: &str,
     iteration: u64,
 ) -> Result<Evaluation> {
     let started = Instant::now();
     let section = &config.eval;
-    let current =
-        NetEvaluator::<G>::from_net(trainer.inference_net().cast(config.run.precision), std::slice::from_ref(device))?;
+    let current = NetEvaluator::<G>::from_inference(&trainer.inference()?)?;
     let params = SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() };
     let searched = |name: &str, evaluator| SearchPlayer {
         name: name.to_string(),
@@ -199,9 +196,8 @@ fn evaluate<B: CapaAutodiffBackend, G: NetGame>(
     if section.engine.trim().is_empty() && section.ladder.is_none() {
         let key = keys::network(previous);
         let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
-        let opponent =
-            load_net::<B::InnerBackend>(&path, device).with_context(|| format!("[eval]: cannot load {key}"))?;
-        let opponent = NetEvaluator::<G>::from_net(opponent.cast(config.run.precision), std::slice::from_ref(device))?;
+        let opponent = Inference::load(&path, config.device()).with_context(|| format!("[eval]: cannot load {key}"))?;
+        let opponent = NetEvaluator::<G>::from_inference(&opponent)?;
         let mut opponent = searched(previous, &opponent);
         let bar = progress(pairs, &format!("iteration {iteration} eval"));
         let score = play_match::<G>(&mut network, &mut opponent, &settings(0), &mut |_| bar.inc(1))?;

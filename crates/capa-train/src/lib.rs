@@ -37,7 +37,7 @@ mod steps;
 mod supervised;
 mod worker;
 
-pub use buffer::{HostBatch, ReplayBuffer, Sampling};
+pub use buffer::{ReplayBuffer, Sampling};
 pub use check::{CheckReport, check};
 pub use config::{
     BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalMethod, EvalSection, GameSection,

@@ -21,11 +21,10 @@
 //! checkpoint file) when a killed run resumes. Random choices derive from
 //! the seed and the iteration, so a resumed run continues as it would have.
 
-use std::marker::PhantomData;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, BackendTask, CapaAutodiffBackend, DeviceSpec, NetGame, with_backend};
+use capa_net::{BackendKind, DeviceSpec, NetGame};
 use capa_rules::for_game;
 use capa_rundir::RunDir;
 use capa_rundir::keys::CONFIG;
@@ -56,7 +55,7 @@ pub fn run(config: &RunConfig, stop: &AtomicBool) -> Result<Finish> {
             eprintln!("device {}", DeviceSpec { index, ..config.device() }.describe());
         }
     }
-    for_game!(config.game.name, G => with_backend(config.device(), Loop::<G>::new(config, &dir, stop)))?
+    for_game!(config.game.name, G => run_game::<G>(config, &dir, stop))
 }
 
 /// Checks that the config fits the run already in `dir` (if any), clears
@@ -91,40 +90,19 @@ fn prepare(config: &RunConfig, dir: &RunDir) -> Result<()> {
     dir.write(CONFIG, config.to_toml().as_bytes())
 }
 
-struct Loop<'a, G> {
-    config: &'a RunConfig,
-    dir: &'a RunDir,
-    stop: &'a AtomicBool,
-    _game: PhantomData<G>,
-}
-
-impl<'a, G> Loop<'a, G> {
-    fn new(config: &'a RunConfig, dir: &'a RunDir, stop: &'a AtomicBool) -> Self {
-        Loop { config, dir, stop, _game: PhantomData }
-    }
-}
-
-impl<G: NetGame> BackendTask for Loop<'_, G> {
-    type Output = Result<Finish>;
-
-    fn run<B: CapaAutodiffBackend>(self, device: B::Device) -> Result<Finish> {
-        let Loop { config, dir, stop, .. } = self;
-        let mut devices = vec![device];
-        for &index in config.devices().get(1..).unwrap_or_default() {
-            devices.push(B::device(index)?);
-        }
-        let all = config.last_iteration();
-        match config.run.mode {
-            RunMode::Distill => distill::<B, G>(config, dir, stop, &devices, all),
-            RunMode::Supervised => supervised::<B, G>(config, dir, stop, &devices, all),
-            RunMode::SelfPlay => {
-                // Teacher first: the first distill.epochs iterations.
-                let epochs = config.distill.epochs.min(all);
-                if epochs > 0 && distill::<B, G>(config, dir, stop, &devices, epochs)? == Finish::Interrupted {
-                    return Ok(Finish::Interrupted);
-                }
-                iterate::<B, G>(config, dir, stop, &devices)
+/// The run's loop for game `G`, by its mode.
+fn run_game<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &AtomicBool) -> Result<Finish> {
+    let all = config.last_iteration();
+    match config.run.mode {
+        RunMode::Distill => distill::<G>(config, dir, stop, all),
+        RunMode::Supervised => supervised::<G>(config, dir, stop, all),
+        RunMode::SelfPlay => {
+            // Teacher first: the first distill.epochs iterations.
+            let epochs = config.distill.epochs.min(all);
+            if epochs > 0 && distill::<G>(config, dir, stop, epochs)? == Finish::Interrupted {
+                return Ok(Finish::Interrupted);
             }
+            iterate::<G>(config, dir, stop)
         }
     }
 }

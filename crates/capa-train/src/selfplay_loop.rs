@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::Result;
 use capa_data::to_pgn;
 use capa_mcts::CachedEvaluator;
-use capa_net::{CapaAutodiffBackend, NetEvaluator, NetGame, Trainer};
+use capa_net::{NetEvaluator, NetGame, Training};
 use capa_rules::mix;
 use capa_rundir::{Entry, RunDir, Work, keys};
 
@@ -36,14 +36,8 @@ use crate::steps::train;
 /// # Errors
 /// Anything that stops the run: an unreadable checkpoint, a failing
 /// device, engine or disk.
-pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
-    config: &RunConfig,
-    dir: &RunDir,
-    stop: &AtomicBool,
-    devices: &[B::Device],
-) -> Result<Finish> {
-    let device = &devices[0];
-    let Resumed { mut trainer, first_iteration, mut network, carried } = start_trainer::<B>(config, dir, devices)?;
+pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &AtomicBool) -> Result<Finish> {
+    let Resumed { mut trainer, first_iteration, mut network, carried } = start_trainer(config, dir)?;
     let last = config.last_iteration();
     if first_iteration > last {
         return Ok(Finish::Completed);
@@ -58,7 +52,7 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         // Self-play with the newest network, or the workers' games.
         let played = if config.selfplay.local {
             let games = Games { dir, settings: &settings, buffer: &mut buffer, curriculum: curriculum.as_mut() };
-            play_locally(config, games, &trainer, devices, iteration, &network, stop)?
+            play_locally(config, games, &trainer, iteration, &network, stop)?
         } else {
             collect_worker_games(config, dir, &mut buffer, &mut seen, stop)?
         };
@@ -72,19 +66,19 @@ pub(crate) fn iterate<B: CapaAutodiffBackend, G: NetGame>(
         // Training.
         let trained = Instant::now();
         let steps = if buffer.positions() == 0 { 0 } else { config.train.steps };
-        let batches = |rng: &mut _| buffer.sample(config.train.batch, rng);
-        let Some(report) = train::<B, G>(config, &mut trainer, batches, steps, iteration, device, stop)? else {
+        let batches = |rng: &mut _| Ok(buffer.sample(config.train.batch, rng));
+        let Some(report) = train(config, &mut trainer, batches, steps, iteration, stop)? else {
             return Ok(Finish::Interrupted);
         };
         let train_seconds = trained.elapsed().as_secs_f64();
 
         // The new network and the checkpoint; latest.json commits the iteration.
         let saved = Instant::now();
-        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference_net(), dir)?);
+        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference()?, dir)?);
         let checkpoint_seconds = saved.elapsed().as_secs_f64();
         // Before the commit, so that a run killed here redoes the
         // iteration and its line in metrics.jsonl is never missing.
-        let evaluation = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
+        let evaluation = evaluate_if_due::<G>(config, dir, &trainer, &previous, iteration)?;
         let saved = Instant::now();
         let carried = Carried { curriculum_elo: curriculum.as_ref().map(Curriculum::elo), ..Carried::default() };
         let mut recorded = None;
@@ -128,17 +122,16 @@ struct Games<'a, G: NetGame> {
 /// One iteration's self-play with the trainer's network, each game written
 /// and added to the buffer as it ends, and the games' keys. `None` when
 /// stopped.
-fn play_locally<B: CapaAutodiffBackend, G: NetGame>(
+fn play_locally<G: NetGame>(
     config: &RunConfig,
     games: Games<'_, G>,
-    trainer: &Trainer<B>,
-    devices: &[B::Device],
+    trainer: &Training,
     iteration: u64,
     network: &str,
     stop: &AtomicBool,
 ) -> Result<Option<(SelfPlayStats, Vec<String>)>> {
     let Games { dir, settings, buffer, curriculum } = games;
-    let net = NetEvaluator::<G>::from_net(trainer.inference_net().cast(config.run.precision), devices)?;
+    let net = NetEvaluator::<G>::from_inference(&trainer.inference()?)?;
     let evaluator = CachedEvaluator::new(net, config.selfplay.cache);
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let (started, mut plies) = (Instant::now(), 0usize);

@@ -19,11 +19,10 @@ use capa_lc0::{
     Chunk, DataWarning, INPUT_FLOATS, POLICY_SIZE, StreamCounts, StreamSettings, V6Sample, V6Stream, read_samples,
     v6_chunks,
 };
-use capa_net::{CapaAutodiffBackend, NetGame};
+use capa_net::{HostBatch, NetGame};
 use capa_rundir::{DataCounts, MetricsLine, RunDir, SupervisedWork, Work};
 use rayon::prelude::*;
 
-use crate::buffer::HostBatch;
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::distill::held_out;
@@ -117,20 +116,13 @@ fn split_chunks(config: &RunConfig, warn: &impl Fn(DataWarning)) -> Result<(Vec<
 }
 
 /// The supervised loop: iterations until `last` or `stop`.
-pub(crate) fn supervised<B: CapaAutodiffBackend, G: NetGame>(
-    config: &RunConfig,
-    dir: &RunDir,
-    stop: &AtomicBool,
-    devices: &[B::Device],
-    last: u64,
-) -> Result<Finish> {
+pub(crate) fn supervised<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &AtomicBool, last: u64) -> Result<Finish> {
     if G::INPUT_LEN != INPUT_FLOATS || G::policy_size() != POLICY_SIZE {
         bail!("run.mode = \"supervised\" reads Lc0's chess data: set game.name = \"chess\"");
     }
-    let device = &devices[0];
     let warn = warner();
     let (train_chunks, held_chunks) = split_chunks(config, &warn)?;
-    let resumed = start_trainer::<B>(config, dir, devices)?;
+    let resumed = start_trainer(config, dir)?;
     if resumed.first_iteration > last {
         return Ok(Finish::Completed);
     }
@@ -169,25 +161,19 @@ pub(crate) fn supervised<B: CapaAutodiffBackend, G: NetGame>(
     let mut counted = stream.counts();
     for iteration in resumed.first_iteration..=last {
         let started = Instant::now();
-        let batches = |_: &mut _| next_batch(&mut stream, config.train.batch);
-        let Some(report) = train::<B, G>(config, &mut trainer, batches, config.train.steps, iteration, device, stop)?
-        else {
+        let batches = |_: &mut _| Ok(next_batch(&mut stream, config.train.batch));
+        let Some(report) = train(config, &mut trainer, batches, config.train.steps, iteration, stop)? else {
             return Ok(Finish::Interrupted);
         };
         let seconds_train = started.elapsed().as_secs_f64();
         let measured = Instant::now();
-        let batches = held.chunks(MEASURE_BATCH).map(host_batch);
-        let held_out = mean_losses_of::<B::InnerBackend, G>(
-            &trainer.inference_net(),
-            batches,
-            &config.optimizer.loss_weights,
-            device,
-        );
+        let mut batches = held.chunks(MEASURE_BATCH).map(host_batch);
+        let held_out = mean_losses_of(&trainer.inference()?, &mut batches, &config.optimizer.loss_weights)?;
         let seconds_held_out = measured.elapsed().as_secs_f64();
         let saved = Instant::now();
-        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference_net(), dir)?);
+        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference()?, dir)?);
         let seconds_checkpoint = saved.elapsed().as_secs_f64();
-        let eval = evaluate_if_due::<B, G>(config, dir, &trainer, device, &previous, iteration)?;
+        let eval = evaluate_if_due::<G>(config, dir, &trainer, &previous, iteration)?;
         let saved = Instant::now();
         let carried = Carried { data_position: Some(stream.position()), ..Carried::default() };
         let now = stream.counts();
