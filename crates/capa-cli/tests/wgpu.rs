@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use capa_net::burn::backend::Flex;
 use capa_net::burn::backend::flex::FlexDevice;
-use capa_net::{Net, NetConfig, save_net};
+use capa_net::{Net, save_net};
 use capa_rules::Game;
 use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
@@ -18,14 +18,12 @@ fn capa_uci_searches_on_wgpu() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-cli-wgpu");
     std::fs::create_dir_all(&dir).unwrap();
     let net = dir.join("capablanca.safetensors");
-    let config = NetConfig {
-        channels: 16,
-        blocks: 1,
-        transformer_blocks: 1,
-        heads: 2,
-        groups: 4,
-        ..NetConfig::small(GameKind::Capablanca)
-    };
+    // configs/tiny.toml's network, which capa-train's wgpu test plays with
+    // too: the kernels lavapipe compiles and cubecl tunes here serve it.
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
+    let config = capa_train::RunConfig::parse(&std::fs::read_to_string(tiny).unwrap(), &[]).unwrap();
+    let config = config.net_config().unwrap();
+    assert_eq!(config.game, GameKind::Capablanca);
     save_net(&Net::<Flex>::new(&config, &FlexDevice), &net).unwrap();
     let command = format!("{} uci --net {} --backend wgpu", env!("CARGO_BIN_EXE_capa"), net.display());
     // lavapipe compiles each kernel on first use, for every batch shape the
