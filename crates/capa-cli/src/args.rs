@@ -32,9 +32,7 @@ impl DeviceArgs {
 
     /// The same flags for a `capa uci` or `capa gtp` child process.
     pub fn child_args(&self) -> Vec<String> {
-        let flags = [("--backend", self.backend.to_string()), ("--device", self.device.to_string())];
-        let flags = flags.into_iter().chain([("--precision", self.precision.to_string())]);
-        flags.flat_map(|(flag, value)| [flag.to_string(), value]).collect()
+        self.spec().child_args()
     }
 }
 

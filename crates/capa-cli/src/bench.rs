@@ -8,6 +8,7 @@ use capa_mcts::{
     EvalError, Evaluations, Evaluator, LeafRequest, Limits, RandomEvaluator, SearchParams, Tree, search_many,
 };
 use capa_rules::{Game, GameKind, History};
+use capa_rundir::process_cpu_seconds;
 use clap::Subcommand;
 
 use crate::args::DeviceArgs;
@@ -46,6 +47,27 @@ pub enum BenchCommand {
         /// stand in for a network on a device (it uses no CPU meanwhile).
         #[arg(long, default_value_t = 0)]
         eval_ns_per_leaf: u64,
+    },
+    /// Self-play as a run config plays it (its `[selfplay]` and `[game]`),
+    /// with a network file, nothing written: training positions per second
+    /// and per CPU-second, network calls and evaluations per position,
+    /// batch fill, cache hits and where the time went.
+    ///
+    /// Prints the figures, then a last line
+    /// `positions N cpu_s S positions_per_cpu_s R positions_per_s W`.
+    Selfplay {
+        /// The run config (`configs/capablanca-cpu.toml`); `--set` changes keys.
+        #[arg(long)]
+        config: PathBuf,
+        /// The network (`.safetensors`); by default the config's `run.init`.
+        #[arg(long)]
+        net: Option<PathBuf>,
+        /// Games to play (by default the config's `selfplay.games`).
+        #[arg(long)]
+        games: Option<u32>,
+        /// `KEY=VALUE`: a config key set for this bench (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
     },
     /// Time `capa lc0 convert` on PGN files: each stage on one thread
     /// (parsing, SAN to moves, conversion, gzip), then the whole
@@ -188,6 +210,7 @@ impl BenchCommand {
                 };
                 capa_rules::for_game!(variant, G => search::<G>(&args))
             }
+            BenchCommand::Selfplay { config, net, games, sets } => selfplay(&config, net, games, &sets),
             BenchCommand::Lc0 { files, repeat } => lc0(&files, repeat),
             BenchCommand::V6 { data, positions, shuffle_buffer } => v6(&data, positions, shuffle_buffer),
             BenchCommand::Net {
@@ -267,17 +290,6 @@ impl<G: Game> Evaluator<G> for DelayedEvaluator {
     }
 }
 
-/// CPU seconds used by this process so far, all threads.
-fn cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// Searches `games` trees from the start position with the free evaluator
 /// and prints the figures; the last line is the one benches/ reads.
 fn search<G: Game>(bench: &SearchBench) -> Result<()> {
@@ -297,7 +309,7 @@ fn search<G: Game>(bench: &SearchBench) -> Result<()> {
         tree.start(Limits::playouts(per_game), true)?;
     }
     let evaluator = DelayedEvaluator(bench.eval_per_leaf);
-    let (cpu_start, wall_start) = (cpu_seconds(), Instant::now());
+    let (cpu_start, wall_start) = (process_cpu_seconds(), Instant::now());
     let (mut nodes, mut bytes, mut tree_nodes) = (0u64, 0usize, 0usize);
     pool.install(|| {
         search_many(&mut trees, &evaluator, bench.groups, |_, _, result| {
@@ -306,7 +318,7 @@ fn search<G: Game>(bench: &SearchBench) -> Result<()> {
             tree_nodes += result.nodes;
         })
     })?;
-    let cpu = cpu_seconds() - cpu_start;
+    let cpu = process_cpu_seconds() - cpu_start;
     let wall = wall_start.elapsed().as_secs_f64();
     println!(
         "variant {} games {} batch {} threads {} groups {} eval_ns_per_leaf {} wall_s {wall:.3} nodes_per_s {:.0}",
@@ -322,6 +334,47 @@ fn search<G: Game>(bench: &SearchBench) -> Result<()> {
         "nodes {nodes} cpu_s {cpu:.3} nodes_per_cpu_s {:.0} bytes_per_node {:.1}",
         nodes as f64 / cpu,
         bytes as f64 / tree_nodes.max(1) as f64
+    );
+    Ok(())
+}
+
+/// Runs `capa bench selfplay` and prints its figures.
+fn selfplay(config: &std::path::Path, net: Option<PathBuf>, games: Option<u32>, sets: &[String]) -> Result<()> {
+    let config = capa_train::RunConfig::load(config, sets)?;
+    let Some(net) = net.or_else(|| config.run.init.clone()) else {
+        bail!("no network: give --net, or a config with run.init");
+    };
+    let games = games.unwrap_or(config.selfplay.games);
+    if games == 0 {
+        bail!("--games must be at least 1");
+    }
+    let w = capa_train::bench_selfplay(&config, &net, games)?;
+    println!(
+        "games {} (white/draw/black {:?}, {} resigned, {:.0} plies each) positions {} wall_s {:.1} cpu_s {:.1}",
+        w.games,
+        w.white_draw_black,
+        w.resigned,
+        w.mean_game_length,
+        w.new_positions,
+        w.seconds_selfplay,
+        w.seconds_cpu_selfplay
+    );
+    println!(
+        "network_calls_per_position {:.2} evaluations_per_position {:.1} mean_batch_fill {:.2} cache_hit_rate {:.3}",
+        w.network_calls_per_position, w.evaluations_per_position, w.mean_batch_fill, w.cache_hit_rate
+    );
+    let shares = w.time_shares;
+    println!(
+        "shares: search {:.2} network_wait {:.2} bookkeeping {:.2}; network busy {:.2}; playouts_per_search {:.1}",
+        shares.search,
+        shares.network_wait,
+        shares.bookkeeping,
+        w.inference_share_of_selfplay,
+        w.mean_playouts_per_search
+    );
+    println!(
+        "positions {} cpu_s {:.1} positions_per_cpu_s {:.2} positions_per_s {:.2}",
+        w.new_positions, w.seconds_cpu_selfplay, w.positions_per_cpu_second, w.positions_per_second
     );
     Ok(())
 }
@@ -342,14 +395,14 @@ pub struct NetBench {
 /// seconds per call.
 fn time_calls<E>(seconds: f64, mut work: impl FnMut() -> Result<(), E>) -> Result<(f64, f64), E> {
     work()?;
-    let (start, cpu_start) = (Instant::now(), cpu_seconds());
+    let (start, cpu_start) = (Instant::now(), process_cpu_seconds());
     let mut samples = Vec::new();
     while samples.len() < 3 || start.elapsed().as_secs_f64() < seconds {
         let call = Instant::now();
         work()?;
         samples.push(call.elapsed().as_secs_f64());
     }
-    let cpu = (cpu_seconds() - cpu_start) / samples.len() as f64;
+    let cpu = (process_cpu_seconds() - cpu_start) / samples.len() as f64;
     samples.sort_by(f64::total_cmp);
     Ok((samples[samples.len() / 2], cpu))
 }
@@ -518,9 +571,9 @@ fn lc0(files: &[PathBuf], repeat: usize) -> Result<()> {
             engine: None,
         };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-        let (cpu, started) = (cpu_seconds(), Instant::now());
+        let (cpu, started) = (process_cpu_seconds(), Instant::now());
         let summary = lc0::convert_files(std::slice::from_ref(&input), &job, &pool, |_| {})?;
-        let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+        let (wall, cpu) = (started.elapsed().as_secs_f64(), process_cpu_seconds() - cpu);
         std::fs::remove_dir_all(&out)?;
         println!(
             "files, {threads} thread{}: {:>9.0} positions/s, {:.0} per CPU-second, {:.1} MB/s written",
@@ -565,7 +618,7 @@ fn v6(data: &[PathBuf], positions: u64, shuffle_buffer: usize) -> Result<()> {
         if !stream.fill() {
             bail!("nothing readable in the data");
         }
-        let (cpu, started) = (cpu_seconds(), Instant::now());
+        let (cpu, started) = (process_cpu_seconds(), Instant::now());
         let mut input = vec![0.0f32; INPUT_FLOATS];
         for _ in 0..positions {
             let sample = stream.next_sample().context("nothing readable in the data")?;
@@ -573,7 +626,7 @@ fn v6(data: &[PathBuf], positions: u64, shuffle_buffer: usize) -> Result<()> {
                 sample.write_input(&mut input);
             }
         }
-        let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+        let (wall, cpu) = (started.elapsed().as_secs_f64(), process_cpu_seconds() - cpu);
         let counts = stream.counts();
         drop(stream);
         println!(

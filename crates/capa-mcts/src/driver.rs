@@ -8,6 +8,7 @@
 //! groups or more neither side waits for the other.
 
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use capa_rules::Game;
 use rayon::prelude::*;
@@ -35,12 +36,23 @@ struct Group<G: Game> {
     active: bool,
 }
 
+/// How a [`search_many`] call used the evaluator.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pipeline {
+    /// Batches sent to the evaluator.
+    pub batches: u64,
+    /// Leaves in them.
+    pub leaves: u64,
+    /// Time this thread waited for the evaluator with nothing else to do.
+    pub waited: Duration,
+}
+
 /// Searches every tree that has a search started ([`Tree::start`]) until
 /// none has. When a tree's search ends, `on_done(index, tree, result)` runs
 /// on this thread; it may play the move ([`Tree::advance`]) and start the
 /// next search, which joins the following rounds.
 ///
-/// `groups` is clamped to `1..=trees.len()`.
+/// `groups` is clamped to `1..=trees.len()`. Returns how the evaluator was used.
 ///
 /// # Errors
 /// The evaluator's failure, or an evaluation that does not fit its request.
@@ -50,14 +62,15 @@ pub fn search_many<G, E, F>(
     evaluator: &E,
     groups: usize,
     mut on_done: F,
-) -> Result<(), SearchError>
+) -> Result<Pipeline, SearchError>
 where
     G: Game,
     E: Evaluator<G>,
     F: FnMut(usize, &mut Tree<G>, SearchResult<G>),
 {
+    let mut pipeline = Pipeline::default();
     if trees.is_empty() {
-        return Ok(());
+        return Ok(pipeline);
     }
     let groups = groups.clamp(1, trees.len());
     let per_group = trees.len().div_ceil(groups);
@@ -102,6 +115,8 @@ where
                         break;
                     }
                     if !work.batch.is_empty() {
+                        pipeline.batches += 1;
+                        pipeline.leaves += work.batch.len() as u64;
                         to_inference.send(work).expect("the inference thread lives as long as the search");
                         group.in_flight = true;
                         break;
@@ -118,7 +133,9 @@ where
             if !groups.iter().any(|g| g.in_flight) {
                 break;
             }
+            let waiting = Instant::now();
             let mut work = from_inference.recv().expect("the inference thread answers every batch");
+            pipeline.waited += waiting.elapsed();
             let group = &mut groups[work.group];
             group.in_flight = false;
             let outcome = std::mem::replace(&mut work.outcome, Ok(()));
@@ -152,7 +169,7 @@ where
                 }
                 Err(e)
             }
-            None => Ok(()),
+            None => Ok(pipeline),
         }
     })
 }

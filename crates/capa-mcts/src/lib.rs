@@ -6,7 +6,7 @@
 //!
 //! - [`Tree`]: one game's search, in an arena of 32-byte nodes and 4-byte
 //!   edges; PUCT with Lc0's defaults ([`SearchParams`]), virtual loss,
-//!   root noise, proofs, KLD-gain stop, tree reuse ([`Tree::advance`]), and
+//!   root noise or Gumbel AlphaZero's root ([`GumbelParams`]), proofs, KLD-gain stop, tree reuse ([`Tree::advance`]), and
 //!   an analysis mode that merges transpositions ([`Tree::analysis`]).
 //! - [`search_many`]: hundreds of trees in groups, selection and backup on
 //!   the rayon pool, the evaluator pipelined against the CPU work.
@@ -21,6 +21,7 @@ mod cache;
 mod driver;
 mod error;
 mod evaluator;
+mod gumbel;
 mod node;
 mod params;
 mod result;
@@ -28,12 +29,13 @@ mod selfplay;
 mod tree;
 
 pub use cache::CachedEvaluator;
-pub use driver::search_many;
+pub use driver::{Pipeline, search_many};
 pub use error::SearchError;
 pub use evaluator::{
     EvalError, Evaluations, Evaluator, HISTORY_LEN, LeafRequest, RandomEvaluator, UniformEvaluator, Value,
 };
+pub use gumbel::{GumbelParams, considered_visits, improved_policy};
 pub use params::{DirichletNoise, KldStop, MAX_PER_ROUND, MovesLeftUtility, PLAY_PARALLEL_SIMS, SearchParams};
-pub use result::{MoveInfo, Proof, SearchResult, StopReason};
+pub use result::{GumbelOutcome, MoveInfo, Proof, SearchResult, StopReason};
 pub use selfplay::{PlayoutCap, Temperature};
 pub use tree::{Limits, Tree};

@@ -1,6 +1,7 @@
 //! Search parameters, with Lc0's defaults.
 
 use crate::SearchError;
+use crate::gumbel::GumbelParams;
 
 /// How the search selects, scores and stops. `Default` gives Lc0's values,
 /// plus the mate-in-one proof, which Lc0 does not have.
@@ -42,6 +43,9 @@ pub struct SearchParams {
     /// if one exists the node is proven lost for the side that moved into
     /// it, whatever the network's prior of the mating move.
     pub prove_mate_in_one: bool,
+    /// Gumbel AlphaZero's root instead of PUCT's (and no Dirichlet noise);
+    /// `None`: PUCT at the root too.
+    pub gumbel: Option<GumbelParams>,
 }
 
 impl Default for SearchParams {
@@ -61,6 +65,7 @@ impl Default for SearchParams {
             two_fold_draws: true,
             kld_stop: None,
             prove_mate_in_one: true,
+            gumbel: None,
         }
     }
 }
@@ -184,6 +189,20 @@ impl SearchParams {
             }
             if !(0.0..=1.0).contains(&noise.epsilon) {
                 return bad("noise.epsilon", &format!("must be within 0..=1, got {}", noise.epsilon));
+            }
+        }
+        if let Some(gumbel) = self.gumbel {
+            if gumbel.considered == 0 {
+                return bad("gumbel.considered", "must be at least 1");
+            }
+            if !(gumbel.c_visit.is_finite() && gumbel.c_visit >= 0.0) {
+                return bad("gumbel.c_visit", &format!("must be a finite number >= 0, got {}", gumbel.c_visit));
+            }
+            if !(gumbel.scale.is_finite() && gumbel.scale >= 0.0) {
+                return bad("gumbel.scale", &format!("must be a finite number >= 0, got {}", gumbel.scale));
+            }
+            if !(gumbel.c_scale.is_finite() && gumbel.c_scale > 0.0) {
+                return bad("gumbel.c_scale", &format!("must be a finite number > 0, got {}", gumbel.c_scale));
             }
         }
         if let Some(kld) = self.kld_stop {

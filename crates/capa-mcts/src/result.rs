@@ -109,6 +109,19 @@ pub struct SearchResult<G: Game> {
     pub nodes: usize,
     /// Arena bytes (nodes, edges, child slots).
     pub bytes: usize,
+    /// What a Gumbel root found ([`crate::GumbelParams`]); `None` under PUCT.
+    pub gumbel: Option<GumbelOutcome<G>>,
+}
+
+/// A Gumbel root's findings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GumbelOutcome<G: Game> {
+    /// The improved policy `softmax(logits + σ(completed Q))`, one share
+    /// per entry of [`SearchResult::moves`], in that order: positive on
+    /// every legal move, summing to 1.
+    pub policy: Vec<f32>,
+    /// The move to play: a proven win, or the best survivor of sequential halving.
+    pub choice: G::Move,
 }
 
 /// Best-first order of moves: proof class, then visits, Q and prior.
@@ -157,6 +170,25 @@ impl<G: Game> SearchResult<G> {
             })
             .collect();
         let edges = arena.edges(root_id);
+        if edges.is_empty() {
+            // Not searched (a forced move): every legal move, unvisited.
+            let mut legal = capa_rules::MoveList::new();
+            position.legal_moves(&mut legal);
+            let moves = legal
+                .iter()
+                .map(|&mv| MoveInfo {
+                    mv,
+                    visits: 0,
+                    prior: 0.0,
+                    q: 0.0,
+                    d: 0.0,
+                    m: 0.0,
+                    proof: Proof::Unknown,
+                    pv: vec![mv],
+                })
+                .collect();
+            return SearchResult::with_moves(moves, root, summary);
+        }
         ranked.sort_by(|&(i, a), &(j, b)| rank((a, edges[i].prior()), (b, edges[j].prior())));
         let moves = ranked
             .into_iter()
@@ -194,6 +226,10 @@ impl<G: Game> SearchResult<G> {
                 }
             })
             .collect();
+        SearchResult::with_moves(moves, root, summary)
+    }
+
+    fn with_moves(moves: Vec<MoveInfo<G>>, root: &Node, summary: SearchSummary) -> SearchResult<G> {
         let SearchSummary { playouts, full_search, stop, kld_gain, nodes, bytes } = summary;
         SearchResult {
             moves,
@@ -207,6 +243,16 @@ impl<G: Game> SearchResult<G> {
             stop,
             nodes,
             bytes,
+            gumbel: None,
+        }
+    }
+
+    /// The policy training target: a Gumbel root's improved policy, or
+    /// else each move's share of the root visits.
+    pub fn policy_target(&self) -> Box<dyn Iterator<Item = (G::Move, f32)> + '_> {
+        match &self.gumbel {
+            Some(gumbel) => Box::new(self.moves.iter().zip(&gumbel.policy).map(|(m, &share)| (m.mv, share))),
+            None => Box::new(self.visit_distribution()),
         }
     }
 
@@ -233,8 +279,13 @@ impl<G: Game> SearchResult<G> {
 
     /// A move drawn with probability proportional to visits^(1/temperature);
     /// the best move at temperature 0, when a win is proven, or when only
-    /// losing moves would be drawn otherwise.
+    /// losing moves would be drawn otherwise. A Gumbel root's choice is
+    /// already a draw (its Gumbel noise, scaled by the temperature the
+    /// search was given: [`crate::Tree::set_gumbel_scale`]): it stands.
     pub fn choose(&self, temperature: f32, rng: &mut Rng) -> Option<G::Move> {
+        if let Some(gumbel) = &self.gumbel {
+            return Some(gumbel.choice);
+        }
         let best = self.best()?;
         if temperature <= 0.0 || matches!(best.proof, Proof::Win { .. }) {
             return Some(best.mv);

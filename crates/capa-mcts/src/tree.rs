@@ -13,9 +13,10 @@ use capa_rules::{Game, GameResult, History, MoveList, Outcome, Termination};
 
 use crate::SearchError;
 use crate::evaluator::{Evaluations, HISTORY_LEN, LeafRequest};
+use crate::gumbel::{GumbelRoot, improved_policy, logit, mixed_value, sigma, unit_q};
 use crate::node::{Arena, Edge, NONE, Node, compress_prior};
 use crate::params::SearchParams;
-use crate::result::{SearchResult, SearchSummary, StopReason};
+use crate::result::{GumbelOutcome, SearchResult, SearchSummary, StopReason};
 use capa_rules::Rng;
 
 /// When a search stops: at whichever limit comes first.
@@ -128,6 +129,8 @@ pub struct Tree<G: Game> {
     table: Option<Transpositions>,
     rng: Rng,
     root_noised: bool,
+    /// The Gumbel root of the search in progress, once the root is expanded.
+    gumbel: Option<GumbelRoot>,
     scratch: Scratch<G>,
     leaves: Vec<Leaf>,
     paths: Vec<u32>,
@@ -157,6 +160,7 @@ impl<G: Game> Tree<G> {
             table: None,
             rng: Rng::new(seed),
             root_noised: false,
+            gumbel: None,
             scratch: Scratch { positions: vec![root_position], hashes: Vec::new() },
             leaves: Vec::new(),
             paths: Vec::new(),
@@ -222,6 +226,14 @@ impl<G: Game> Tree<G> {
         self.arena.nodes.iter().map(|n| u64::from(n.in_flight)).sum()
     }
 
+    /// Sets the Gumbel root's noise scale for the searches to come (a
+    /// temperature by move number in self-play); nothing under PUCT.
+    pub fn set_gumbel_scale(&mut self, scale: f32) {
+        if let Some(gumbel) = &mut self.params.gumbel {
+            gumbel.scale = scale.max(0.0);
+        }
+    }
+
     /// Whether a search is under way (between [`Tree::start`] and its end).
     pub fn is_searching(&self) -> bool {
         self.progress.searching
@@ -256,8 +268,15 @@ impl<G: Game> Tree<G> {
             kld_next: 0,
             kld_gain: None,
         };
+        self.gumbel = None;
         self.snapshot_kld();
         self.check_stop();
+        // A forced move needs no search: Gumbel's search spends none on it,
+        // and its position is no training sample.
+        if self.params.gumbel.is_some() && self.history.current().count_legal_moves() == 1 {
+            self.progress.searching = false;
+            self.progress.full = false;
+        }
         Ok(())
     }
 
@@ -280,6 +299,7 @@ impl<G: Game> Tree<G> {
             return;
         }
         self.maybe_add_noise();
+        self.maybe_start_gumbel();
         let budget = self.round_budget();
         let (mut gathered, mut collisions) = (0, 0);
         while gathered < budget && collisions < self.params.max_collisions {
@@ -314,6 +334,7 @@ impl<G: Game> Tree<G> {
         let mut node = self.root;
         self.paths.push(node);
         let mut depth = 0;
+        let mut gumbel_pick = None;
         let kind = loop {
             let current = self.arena.nodes[node as usize];
             if depth > 0 && current.is_proven() {
@@ -326,7 +347,14 @@ impl<G: Game> Tree<G> {
                 }
                 break self.prepare_leaf(node, depth);
             }
-            let edge = self.select_edge(node, depth);
+            let edge = match (depth, self.gumbel.is_some()) {
+                (0, true) => {
+                    let (candidate, edge) = self.select_gumbel_edge();
+                    gumbel_pick = Some(candidate);
+                    edge
+                }
+                _ => self.select_edge(node, depth),
+            };
             let position = self.scratch.positions.last().expect("the root is always there");
             let mut next = position.clone();
             next.play(position.unpack_move(self.arena.edges(node)[edge].mv));
@@ -355,6 +383,10 @@ impl<G: Game> Tree<G> {
                 break LeafKind::RepetitionDraw;
             }
         };
+        // A collision is no visit: the schedule gives the move its turn again.
+        if let (LeafKind::Collision, Some(candidate), Some(gumbel)) = (kind, gumbel_pick, self.gumbel.as_mut()) {
+            gumbel.candidates[candidate].visits -= 1;
+        }
         let path_end = self.paths.len() as u32;
         for &id in &self.paths[path_start as usize..] {
             self.arena.nodes[id as usize].in_flight += 1;
@@ -785,10 +817,116 @@ impl<G: Game> Tree<G> {
             .collect()
     }
 
+    /// Samples the Gumbel root's moves once the root is expanded, for the
+    /// simulations the search has left.
+    fn maybe_start_gumbel(&mut self) {
+        let Some(params) = self.params.gumbel else { return };
+        let root = self.arena.nodes[self.root as usize];
+        if self.gumbel.is_some() || !root.is_expanded() || root.is_terminal() {
+            return;
+        }
+        let p = &self.progress;
+        let budget = (p.limits.playouts.saturating_sub(p.playouts)).min(p.limits.visits.saturating_sub(root.n));
+        let moves = self.arena.edges(self.root).iter().map(|e| (e.mv, e.prior()));
+        self.gumbel = Some(GumbelRoot::new(moves, budget, -root.wl, &params, &mut self.rng));
+    }
+
+    /// Each root move's (packed move, prior, visits, Q for the side to
+    /// move at the root, proven), in edge order.
+    fn root_moves(&self) -> Vec<(u16, f32, u32, f32, bool)> {
+        let edges = self.arena.edges(self.root);
+        (0..edges.len())
+            .map(|i| {
+                let (mv, prior) = (edges[i].mv, edges[i].prior());
+                match self.arena.child(self.root, i) {
+                    NONE => (mv, prior, 0, 0.0, false),
+                    c => {
+                        let node = &self.arena.nodes[c as usize];
+                        let q = if node.is_proven() { node.proven_value().0 } else { node.wl };
+                        (mv, prior, node.n, q, node.is_proven())
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Completed Q in `[0, 1]` of the root moves `root_moves()` gives: a
+    /// move's own Q once visited or proven, the mixed value otherwise.
+    fn completed_q(&self, moves: &[(u16, f32, u32, f32, bool)], raw_value: f32) -> Vec<f32> {
+        let mixed = mixed_value(raw_value, moves.iter().map(|&(_, prior, n, q, _)| (prior, n, q)));
+        moves.iter().map(|&(_, _, n, q, proven)| unit_q(if n > 0 || proven { q } else { mixed })).collect()
+    }
+
+    /// The root move of the next selection by sequential halving: the
+    /// candidate with the best `g + logit + σ(q̂)` among those at the visit
+    /// level the schedule requires. Counts the selection, and returns the
+    /// candidate and its edge, moved (if it has no child yet) to the front
+    /// of the childless edges, where the next child goes.
+    fn select_gumbel_edge(&mut self) -> (usize, usize) {
+        let gumbel = self.gumbel.as_ref().expect("a Gumbel root");
+        let params = self.params.gumbel.expect("Gumbel parameters");
+        let moves = self.root_moves();
+        let completed = self.completed_q(&moves, gumbel.raw_value);
+        let max_visits = moves.iter().map(|m| m.2).max().unwrap_or(0);
+        let index_of = |mv: u16| moves.iter().position(|m| m.0 == mv).expect("candidates are root moves");
+        let score = |c: &crate::gumbel::Candidate| sigma(completed[index_of(c.mv)], max_visits, &params);
+        let required = gumbel.required_visits();
+        let candidate = required
+            .and_then(|level| gumbel.best(|c| c.visits == level, score))
+            .or_else(|| {
+                let fewest = gumbel.candidates.iter().map(|c| c.visits).min()?;
+                gumbel.best(|c| c.visits == fewest, score)
+            })
+            .expect("at least one candidate");
+        let mv = gumbel.candidates[candidate].mv;
+        self.gumbel.as_mut().expect("a Gumbel root").candidates[candidate].visits += 1;
+        let edge = index_of(mv);
+        if self.arena.child(self.root, edge) != NONE {
+            return (candidate, edge);
+        }
+        let first_childless = (0..moves.len()).find(|&i| self.arena.child(self.root, i) == NONE).unwrap_or(edge);
+        self.arena.edges_mut(self.root)[first_childless..=edge].rotate_right(1);
+        (candidate, first_childless)
+    }
+
+    /// The improved policy over every root move (in `result`'s order) and
+    /// the move to play: a proven win, or else the best survivor of
+    /// sequential halving.
+    fn gumbel_outcome(&self, result: &SearchResult<G>) -> Option<GumbelOutcome<G>> {
+        let params = self.params.gumbel?;
+        let position = self.history.current();
+        let Some(gumbel) = &self.gumbel else {
+            // No search (a forced move, or none yet): the prior, or uniform.
+            let first = result.moves.first()?;
+            let uniform = 1.0 / result.moves.len() as f32;
+            let total: f32 = result.moves.iter().map(|m| m.prior).sum();
+            let policy = result.moves.iter().map(|m| if total > 0.0 { m.prior / total } else { uniform }).collect();
+            return Some(GumbelOutcome { policy, choice: first.mv });
+        };
+        let moves = self.root_moves();
+        let completed = self.completed_q(&moves, gumbel.raw_value);
+        let max_visits = moves.iter().map(|m| m.2).max().unwrap_or(0);
+        let logits: Vec<f32> = moves.iter().map(|m| logit(m.1)).collect();
+        let policy = improved_policy(&logits, &completed, max_visits, &params);
+        let by_move = |mv: G::Move| moves.iter().position(|m| m.0 == G::pack_move(mv)).expect("a root move");
+        let policy = result.moves.iter().map(|m| policy[by_move(m.mv)]).collect();
+        let index_of = |mv: u16| moves.iter().position(|m| m.0 == mv).expect("candidates are root moves");
+        let survivors = gumbel.survivor_visits();
+        let score = |c: &crate::gumbel::Candidate| sigma(completed[index_of(c.mv)], max_visits, &params);
+        let best = result.best()?;
+        let choice = if matches!(best.proof, crate::Proof::Win { .. }) {
+            best.mv
+        } else {
+            let survivor = gumbel.best(|c| c.visits == survivors, score)?;
+            position.unpack_move(gumbel.candidates[survivor].mv)
+        };
+        Some(GumbelOutcome { policy, choice })
+    }
+
     /// Mixes Dirichlet noise into the root priors once per root, then
     /// restores the edge order selection relies on.
     fn maybe_add_noise(&mut self) {
-        let Some(noise) = self.params.noise else { return };
+        let Some(noise) = self.params.noise.filter(|_| self.params.gumbel.is_none()) else { return };
         if self.root_noised || !self.progress.full || !self.arena.nodes[self.root as usize].is_expanded() {
             return;
         }
@@ -815,7 +953,9 @@ impl<G: Game> Tree<G> {
             nodes: self.node_count(),
             bytes: self.arena_bytes(),
         };
-        SearchResult::build(&self.arena, self.root, self.history().current(), summary)
+        let mut result = SearchResult::build(&self.arena, self.root, self.history().current(), summary);
+        result.gumbel = self.gumbel_outcome(&result);
+        result
     }
 
     pub(crate) fn progress_summary(&self) -> (u32, bool, StopReason, Option<f64>) {
@@ -1064,6 +1204,70 @@ mod tests {
         tree.apply(&out, 0).unwrap();
     }
 
+    fn gumbel_params(considered: u16, parallel_sims: u16) -> SearchParams {
+        SearchParams {
+            parallel_sims,
+            max_collisions: parallel_sims,
+            gumbel: Some(crate::GumbelParams { considered, ..crate::GumbelParams::default() }),
+            ..SearchParams::default()
+        }
+    }
+
+    /// Sequential halving over a real search: m = 4 and 16 simulations
+    /// after the root's own evaluation give the four candidates 2 visits
+    /// each, then the better two 4 more; batched selection gives the same.
+    #[test]
+    fn gumbel_spends_the_budget_by_sequential_halving() {
+        for parallel_sims in [1, 8] {
+            let history = History::new(Chess::startpos());
+            let mut tree = Tree::new(history, gumbel_params(4, parallel_sims), 3).unwrap();
+            let result = tree.search(&crate::RandomEvaluator, Limits::playouts(17)).unwrap();
+            let mut visits: Vec<u32> = result.moves.iter().map(|m| m.visits).filter(|&n| n > 0).collect();
+            visits.sort_unstable();
+            assert_eq!(visits, [2, 2, 6, 6], "parallel_sims {parallel_sims}");
+            assert_eq!(tree.in_flight_total(), 0);
+            let gumbel = result.gumbel.as_ref().expect("a Gumbel outcome");
+            let chosen = result.moves.iter().find(|m| m.mv == gumbel.choice).unwrap();
+            assert_eq!(chosen.visits, 6, "the move played is a survivor");
+        }
+    }
+
+    /// The improved policy covers every legal move with a positive share
+    /// and sums to 1; as a target over the policy vector it is zero exactly
+    /// on the illegal moves.
+    #[test]
+    fn gumbel_policy_target_is_positive_exactly_on_legal_moves() {
+        let history = History::new(Chess::startpos());
+        let mut tree = Tree::new(history, gumbel_params(16, 8), 5).unwrap();
+        let result = tree.search(&crate::RandomEvaluator, Limits::playouts(65)).unwrap();
+        let mut target = vec![0.0f32; Chess::policy_size()];
+        for (mv, share) in result.policy_target() {
+            target[Chess::startpos().policy_index(mv)] = share;
+        }
+        let mut legal = MoveList::new();
+        Chess::startpos().legal_moves(&mut legal);
+        let legal: Vec<usize> = legal.iter().map(|&m| Chess::startpos().policy_index(m)).collect();
+        assert!((target.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        for (index, &share) in target.iter().enumerate() {
+            assert_eq!(share > 0.0, legal.contains(&index), "policy index {index}: {share}");
+        }
+    }
+
+    /// A forced move costs no search and is no training position.
+    #[test]
+    fn gumbel_spends_nothing_on_a_forced_move() {
+        // Black's king on h8, shut in by the rook on the seventh rank, has one move.
+        let position = Chess::from_fen("7k/R7/8/8/8/8/8/K7 b - - 0 1").unwrap();
+        assert_eq!(position.count_legal_moves(), 1);
+        let mut tree = Tree::new(History::new(position.clone()), gumbel_params(16, 8), 1).unwrap();
+        let result = tree.search(&crate::RandomEvaluator, Limits::playouts(64)).unwrap();
+        assert_eq!(result.playouts, 0);
+        assert!(!result.full_search);
+        let gumbel = result.gumbel.expect("a Gumbel outcome");
+        assert_eq!(gumbel.policy, [1.0]);
+        assert_eq!(gumbel.choice.to_string(), "h8g8");
+    }
+
     /// Root children with a selection pending.
     fn busy_root_moves(tree: &Tree<Chess>) -> usize {
         (0..tree.arena.edges(tree.root).len())
@@ -1244,6 +1448,11 @@ mod tests {
                 two_fold_draws: below(2) == 0,
                 noise: (below(2) == 0).then(crate::DirichletNoise::default),
                 kld_stop: (below(3) == 0).then(crate::KldStop::default),
+                gumbel: (below(3) == 0).then(|| crate::GumbelParams {
+                    considered: 1 + below(20) as u16,
+                    scale: (below(3) as f32) / 2.0,
+                    ..crate::GumbelParams::default()
+                }),
                 ..SearchParams::default()
             };
             let analysis = below(4) == 0;
@@ -1259,7 +1468,8 @@ mod tests {
                 let Ok(result) = tree.search(&crate::RandomEvaluator, Limits::playouts(playouts)) else { break };
                 tree.check_invariants().unwrap_or_else(|e| panic!("{context}: {e}"));
                 let Some(best) = result.best() else { break };
-                tree.advance(best.mv).unwrap();
+                let chosen = result.gumbel.as_ref().map_or(best.mv, |g| g.choice);
+                tree.advance(chosen).unwrap();
                 tree.check_invariants().unwrap_or_else(|e| panic!("{context}, after reuse: {e}"));
             }
         }

@@ -81,6 +81,13 @@ impl DeviceSpec {
     /// The CPU.
     pub const CPU: DeviceSpec = DeviceSpec { backend: BackendKind::Cpu, index: 0, precision: Precision::F32 };
 
+    /// The flags that give a child `capa uci` or `capa gtp` this device.
+    pub fn child_args(&self) -> Vec<String> {
+        let flags = [("--backend", self.backend.to_string()), ("--device", self.index.to_string())];
+        let flags = flags.into_iter().chain([("--precision", self.precision.to_string())]);
+        flags.flat_map(|(flag, value)| [flag.to_string(), value]).collect()
+    }
+
     /// Device `index` of `backend`, in f32.
     pub fn new(backend: BackendKind, index: usize) -> DeviceSpec {
         DeviceSpec { backend, index, precision: Precision::F32 }

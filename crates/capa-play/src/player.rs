@@ -93,8 +93,10 @@ impl<G: Game, E: Evaluator<G>> Player<G> for SearchPlayer<'_, E> {
             .map_err(|e| anyhow!("{}: {e}", self.name))?;
         let mut chosen = vec![None; trees.len()];
         let groups = 2.min(trees.len());
-        search_many(&mut trees, self.evaluator, groups, |i, _, result| chosen[i] = result.best().map(|b| b.mv))
-            .map_err(|e| anyhow!("{}: the search failed: {e}", self.name))?;
+        search_many(&mut trees, self.evaluator, groups, |i, _, result| {
+            chosen[i] = result.gumbel.as_ref().map(|g| g.choice).or_else(|| result.best().map(|b| b.mv))
+        })
+        .map_err(|e| anyhow!("{}: the search failed: {e}", self.name))?;
         let thinking = started.elapsed();
         Ok(chosen
             .into_iter()

@@ -20,6 +20,7 @@ mod store;
 pub use dir::{Entry, RunDir};
 pub use lock::RunLock;
 pub use metrics::{
-    CurriculumReport, DataCounts, DistillWork, EloKind, Evaluation, MeanLosses, MetricsLine, Probe, SelfPlayWork,
-    SupervisedWork, TrainReport, Work, read_lines, read_metrics, truncate_metrics,
+    AnchorMatch, CurriculumReport, DataCounts, DistillWork, EloKind, Evaluation, MeanLosses, MetricsLine, Probe,
+    SelfPlayWork, SupervisedWork, TimeShares, TrainReport, Work, process_cpu_seconds, read_lines, read_metrics,
+    truncate_metrics,
 };

@@ -48,6 +48,8 @@ pub struct MetricsLine {
 }
 
 /// A mode's own fields of a metrics line.
+// One line per iteration: the self-play variant's size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Work {
@@ -60,7 +62,7 @@ pub enum Work {
 }
 
 /// The games a self-play iteration played, and how fast.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SelfPlayWork {
     /// Games finished.
     pub games: u64,
@@ -99,9 +101,69 @@ pub struct SelfPlayWork {
     /// Seconds of self-play.
     #[serde(deserialize_with = "real")]
     pub seconds_selfplay: f64,
-    /// Share of self-play spent waiting for the network.
+    /// Share of self-play's wall time the network was computing (on its own thread).
     #[serde(deserialize_with = "real")]
     pub inference_share_of_selfplay: f64,
+    /// Training positions per second of self-play.
+    #[serde(default, deserialize_with = "real")]
+    pub positions_per_second: f64,
+    /// CPU seconds of self-play (every thread's).
+    #[serde(default, deserialize_with = "real")]
+    pub seconds_cpu_selfplay: f64,
+    /// Training positions per CPU-second of self-play (every thread's).
+    #[serde(default, deserialize_with = "real")]
+    pub positions_per_cpu_second: f64,
+    /// Network calls (batches, cache hits included) per training position.
+    #[serde(default, deserialize_with = "real")]
+    pub network_calls_per_position: f64,
+    /// Positions the network evaluated (cache misses) per training position.
+    #[serde(default, deserialize_with = "real")]
+    pub evaluations_per_position: f64,
+    /// Mean positions per batch over the most one batch can hold.
+    #[serde(default, deserialize_with = "real")]
+    pub mean_batch_fill: f64,
+    /// Share of positions the evaluation cache answered.
+    #[serde(default, deserialize_with = "real")]
+    pub cache_hit_rate: f64,
+    /// Shares of self-play's wall time on the search thread: selecting and
+    /// backing up, waiting for the network, and bookkeeping (recording
+    /// plies, playing moves, writing games).
+    #[serde(default)]
+    pub time_shares: TimeShares,
+    /// Training samples so far per position in the window, as counted
+    /// (every draw of a position counted), over the whole window.
+    #[serde(default, deserialize_with = "real")]
+    pub passes_mean: f64,
+    /// The same over the oldest 5% of the window: nearly what a position
+    /// gets in its lifetime.
+    #[serde(default, deserialize_with = "real")]
+    pub passes_oldest: f64,
+    /// The replay window's size this iteration (it grows with the run).
+    #[serde(default)]
+    pub window: usize,
+}
+
+/// Where self-play's wall time went on the search thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeShares {
+    /// Selecting leaves and backing up values.
+    pub search: f64,
+    /// Waiting for the network, with nothing to select.
+    pub network_wait: f64,
+    /// Recording plies, playing moves, finishing and writing games.
+    pub bookkeeping: f64,
+}
+
+/// CPU seconds used by this process so far, all threads (NaN where the
+/// clock cannot be read).
+pub fn process_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// What a supervised iteration read.
@@ -211,6 +273,31 @@ pub struct Evaluation {
     /// Seconds the evaluation took.
     #[serde(deserialize_with = "real")]
     pub seconds: f64,
+    /// With a ladder and an engine: the one match against the engine at
+    /// `eval.anchor` after the placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<AnchorMatch>,
+}
+
+/// A match against an engine at a fixed `UCI_Elo`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnchorMatch {
+    /// The engine's command.
+    pub engine: String,
+    /// Milliseconds per move for both sides; 0: the network's playouts
+    /// and the engine's nodes.
+    pub movetime: u64,
+    /// The match, `uci_elo` set.
+    pub probe: Probe,
+    /// The network's Elo on the engine's `UCI_Elo` scale from this match, and its 95% interval.
+    #[serde(deserialize_with = "real")]
+    pub elo: f64,
+    /// The interval's lower end.
+    #[serde(deserialize_with = "real")]
+    pub elo_low: f64,
+    /// The interval's upper end.
+    #[serde(deserialize_with = "real")]
+    pub elo_high: f64,
 }
 
 impl Evaluation {
@@ -368,10 +455,14 @@ mod tests {
                 passes_per_position: 4.0,
                 seconds_selfplay: 20.0,
                 inference_share_of_selfplay: 0.7,
+                positions_per_cpu_second: 4.5,
+                time_shares: TimeShares { search: 0.5, network_wait: 0.3, bookkeeping: 0.2 },
+                ..SelfPlayWork::default()
             }),
             train: TrainReport { steps: 10, loss: f64::NAN, ..TrainReport::default() },
             held_out: None,
             eval: Some(Evaluation {
+                anchor: None,
                 opponent: "ladder.toml".into(),
                 probes: vec![Probe {
                     uci_elo: None,

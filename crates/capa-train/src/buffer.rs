@@ -7,6 +7,7 @@
 //! the value target asks for them.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use capa_data::{GameRecord, PlyRecord, plies_to_end};
 use capa_mcts::HISTORY_LEN;
@@ -35,8 +36,12 @@ struct Stored<G: NetGame> {
     repeated: Vec<bool>,
     /// The plies that are training positions.
     samples: Vec<u32>,
+    /// Times each of them was drawn into a batch.
+    drawn: Vec<AtomicU32>,
     /// Share of the root value in this game's value targets.
     q_weight: f32,
+    /// A teacher's game (distillation data seeding a self-play buffer).
+    teacher: bool,
 }
 
 /// How the value target of a position is made.
@@ -52,7 +57,8 @@ pub struct ValueTarget {
 impl ValueTarget {
     /// Whether `ply` is a training position.
     pub fn trains_on(&self, ply: &PlyRecord) -> bool {
-        if ply.full_search { !ply.visits.is_empty() } else { self.fast_plies }
+        // A ply with no search (a forced move) has no target at all.
+        if ply.full_search { !ply.visits.is_empty() } else { self.fast_plies && !ply.visits.is_empty() }
     }
 }
 
@@ -83,12 +89,34 @@ impl<G: NetGame> ReplayBuffer<G> {
 
     /// Adds a game (newest last), dropping the oldest games that fall out of the window.
     pub fn push(&mut self, record: GameRecord<G>) {
-        self.push_with_q_weight(record, self.value.q_weight);
+        self.push_game(record, self.value.q_weight, false);
     }
 
-    /// [`push`](Self::push) with a value target of its own: a teacher's game
-    /// in a self-play buffer keeps the target it was distilled with.
-    pub fn push_with_q_weight(&mut self, record: GameRecord<G>, q_weight: f32) {
+    /// A teacher's game in a self-play buffer: it keeps the value target
+    /// it was distilled with (`q_weight`), and [`drop_teacher`](Self::drop_teacher) takes it out.
+    pub fn push_teacher(&mut self, record: GameRecord<G>, q_weight: f32) {
+        self.push_game(record, q_weight, true);
+    }
+
+    /// Takes the oldest teacher's games out until `positions` of their
+    /// positions have left (or none is left); returns how many left.
+    pub fn drop_teacher(&mut self, positions: usize) -> usize {
+        let mut dropped = 0;
+        while dropped < positions {
+            let Some(index) = self.games.iter().position(|g| g.teacher) else { break };
+            let game = self.games.remove(index).expect("found");
+            dropped += game.samples.len();
+            self.positions -= game.samples.len();
+        }
+        dropped
+    }
+
+    /// Teacher's positions held.
+    pub fn teacher_positions(&self) -> usize {
+        self.games.iter().filter(|g| g.teacher).map(|g| g.samples.len()).sum()
+    }
+
+    fn push_game(&mut self, record: GameRecord<G>, q_weight: f32, teacher: bool) {
         let mut history = History::new(record.start.clone());
         let mut repeated = Vec::with_capacity(record.moves.len() + 1);
         repeated.push(false);
@@ -100,11 +128,41 @@ impl<G: NetGame> ReplayBuffer<G> {
         let samples: Vec<u32> =
             record.plies.iter().enumerate().filter(|(_, p)| self.value.trains_on(p)).map(|(i, _)| i as u32).collect();
         self.positions += samples.len();
-        self.games.push_back(Stored { record, positions, repeated, samples, q_weight });
+        let drawn = samples.iter().map(|_| AtomicU32::new(0)).collect();
+        self.games.push_back(Stored { record, positions, repeated, samples, drawn, q_weight, teacher });
+        self.trim();
+    }
+
+    /// The window's size in positions.
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// Resizes the window (it grows with the run), dropping the oldest
+    /// games that no longer fit.
+    pub fn set_window(&mut self, window: usize) {
+        self.window = window;
+        self.trim();
+    }
+
+    fn trim(&mut self) {
         while self.games.len() > 1 && self.positions - self.games[0].samples.len() >= self.window {
             let oldest = self.games.pop_front().expect("more than one");
             self.positions -= oldest.samples.len();
         }
+    }
+
+    /// Times each position was drawn so far, as counted: the mean over the
+    /// window, and over its oldest 5% (at least one position), which is
+    /// about what a position gets in its lifetime in the window.
+    pub fn passes(&self) -> (f64, f64) {
+        if self.positions == 0 {
+            return (0.0, 0.0);
+        }
+        let counts = || self.games.iter().flat_map(|g| g.drawn.iter().map(|d| f64::from(d.load(Ordering::Relaxed))));
+        let oldest = self.positions.div_ceil(20);
+        let mean = counts().sum::<f64>() / self.positions as f64;
+        (mean, counts().take(oldest).sum::<f64>() / oldest as f64)
     }
 
     /// Draws `size` positions (with replacement) and encodes them in
@@ -113,13 +171,14 @@ impl<G: NetGame> ReplayBuffer<G> {
         if self.positions == 0 {
             return None;
         }
-        let picks: Vec<(usize, u32)> = match self.sampling {
+        // (game, index into its samples)
+        let picks: Vec<(usize, usize)> = match self.sampling {
             Sampling::Uniform => {
                 (0..size).map(|_| self.nth((rng.next_u64() % self.positions as u64) as usize)).collect()
             }
             Sampling::ValueBalanced => {
                 let classes = self.by_value();
-                let present: Vec<&Vec<(usize, u32)>> = classes.iter().filter(|c| !c.is_empty()).collect();
+                let present: Vec<&Vec<(usize, usize)>> = classes.iter().filter(|c| !c.is_empty()).collect();
                 (0..size)
                     .map(|_| {
                         let class = present[(rng.next_u64() % present.len() as u64) as usize];
@@ -128,20 +187,28 @@ impl<G: NetGame> ReplayBuffer<G> {
                     .collect()
             }
         };
-        Some(self.encode(&picks))
+        for &(game, sample) in &picks {
+            self.games[game].drawn[sample].fetch_add(1, Ordering::Relaxed);
+        }
+        Some(self.encode(&self.plies_of(&picks)))
+    }
+
+    /// (game, sample index) pairs as (game, ply).
+    fn plies_of(&self, picks: &[(usize, usize)]) -> Vec<(usize, u32)> {
+        picks.iter().map(|&(game, sample)| (game, self.games[game].samples[sample])).collect()
     }
 
     /// The training positions `range` (counted oldest first), encoded.
     pub(crate) fn encode_range(&self, range: std::ops::Range<usize>) -> HostBatch {
-        let picks: Vec<(usize, u32)> = range.map(|n| self.nth(n)).collect();
-        self.encode(&picks)
+        let picks: Vec<(usize, usize)> = range.map(|n| self.nth(n)).collect();
+        self.encode(&self.plies_of(&picks))
     }
 
-    /// The `n`-th training position, oldest first, as (game, ply).
-    fn nth(&self, mut n: usize) -> (usize, u32) {
+    /// The `n`-th training position, oldest first, as (game, sample index).
+    fn nth(&self, mut n: usize) -> (usize, usize) {
         for (index, game) in self.games.iter().enumerate() {
             if n < game.samples.len() {
-                return (index, game.samples[n]);
+                return (index, n);
             }
             n -= game.samples.len();
         }
@@ -149,16 +216,16 @@ impl<G: NetGame> ReplayBuffer<G> {
     }
 
     /// The training positions by game result for the side to move: won, drawn, lost.
-    fn by_value(&self) -> [Vec<(usize, u32)>; 3] {
-        let mut classes: [Vec<(usize, u32)>; 3] = Default::default();
+    fn by_value(&self) -> [Vec<(usize, usize)>; 3] {
+        let mut classes: [Vec<(usize, usize)>; 3] = Default::default();
         for (index, game) in self.games.iter().enumerate() {
-            for &ply in &game.samples {
+            for (sample, &ply) in game.samples.iter().enumerate() {
                 let class = match game.record.winner {
                     None => 1,
                     Some(winner) if winner == game.positions[ply as usize].turn() => 0,
                     Some(_) => 2,
                 };
-                classes[class].push((index, ply));
+                classes[class].push((index, sample));
             }
         }
         classes
@@ -309,7 +376,7 @@ mod tests {
         let mut buffer =
             ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.0, fast_plies: false });
         buffer.push(game(Some(Color::White)));
-        buffer.push_with_q_weight(game(Some(Color::White)), 1.0);
+        buffer.push_teacher(game(Some(Color::White)), 1.0);
         let batch = buffer.encode(&[(0, 0), (1, 0)]);
         assert_eq!(&batch.wdl[..3], &[1.0, 0.0, 0.0], "the buffer's target: the result");
         let root = [0.65, 0.2, 0.15];
@@ -333,6 +400,36 @@ mod tests {
         assert_eq!(&batch.wdl[3..], &[1.0, 0.0, 0.0], "black, to move at ply 1, won");
         assert_eq!(batch.moves_left[1], 3.0);
         assert!(batch.legal[p..].iter().any(|&l| l));
+    }
+
+    #[test]
+    fn teacher_games_leave_on_demand_oldest_first() {
+        let mut buffer =
+            ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.0, fast_plies: false });
+        buffer.push_teacher(game(None), 1.0);
+        buffer.push_teacher(game(Some(Color::White)), 1.0);
+        buffer.push(game(None));
+        assert_eq!((buffer.positions(), buffer.teacher_positions()), (9, 6));
+        assert_eq!(buffer.drop_teacher(2), 3, "whole games leave");
+        assert_eq!(buffer.games[0].record.winner, Some(Color::White), "the oldest first");
+        assert_eq!(buffer.drop_teacher(100), 3);
+        assert_eq!((buffer.positions(), buffer.teacher_positions(), buffer.games()), (3, 0, 1));
+    }
+
+    #[test]
+    fn passes_count_every_draw_and_the_window_resizes() {
+        let mut buffer =
+            ReplayBuffer::<Chess>::new(100, Sampling::Uniform, ValueTarget { q_weight: 0.0, fast_plies: false });
+        for _ in 0..10 {
+            buffer.push(game(None));
+        }
+        assert_eq!(buffer.passes(), (0.0, 0.0));
+        buffer.sample(300, &mut Rng::new(2)).unwrap();
+        let (mean, oldest) = buffer.passes();
+        assert!((mean - 10.0).abs() < 1e-9, "300 draws over 30 positions: {mean}");
+        assert!(oldest > 0.0);
+        buffer.set_window(7);
+        assert_eq!((buffer.games(), buffer.positions(), buffer.window()), (3, 9, 7));
     }
 
     #[test]

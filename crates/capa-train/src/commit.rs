@@ -34,6 +34,10 @@ pub(crate) struct Carried {
     /// Where the supervised data stream goes on (`V6Stream::position`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_position: Option<u64>,
+    /// Self-play training positions the run has made so far (the replay
+    /// window grows with them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions_made: Option<u64>,
 }
 
 /// Where a run starts: its trainer, first iteration and newest network.

@@ -298,6 +298,16 @@ pub struct SelfPlaySection {
     pub parallel_sims: u16,
     /// Groups of games whose rounds alternate with the network's batches.
     pub groups: usize,
+    /// The root's search: `puct` (AlphaZero's, with Dirichlet noise and
+    /// visit-count targets) or `gumbel` (Gumbel AlphaZero's: sampled moves,
+    /// sequential halving, the improved policy as the target).
+    pub search: RootSearch,
+    /// Gumbel: root moves sampled (`m`).
+    pub gumbel_considered: u16,
+    /// Gumbel: `c_visit` of σ, the weight of Q against the prior.
+    pub gumbel_c_visit: f32,
+    /// Gumbel: `c_scale` of σ.
+    pub gumbel_c_scale: f32,
     /// PUCT exploration constant.
     pub cpuct: f32,
     /// Root Dirichlet noise's alpha (full searches only).
@@ -312,8 +322,9 @@ pub struct SelfPlaySection {
     pub temperature_cutoff_move: u32,
     /// Temperature from the cutoff on.
     pub temperature_after_cutoff: f32,
-    /// Resign when the best move's expected score (win + draw / 2) is below this (0: never).
-    pub resign_threshold: f32,
+    /// Resign when the best move's loss probability (the search's WDL for
+    /// the side to move) reaches this (0: never).
+    pub resign_loss: f32,
     /// Share of games played out whatever the score, to measure wrong resignations.
     pub resign_disabled_fraction: f32,
     /// A draw counts `-contempt` for the side to move at the root.
@@ -343,6 +354,10 @@ impl Default for SelfPlaySection {
             fast_probability: 0.0,
             parallel_sims: 16,
             groups: 2,
+            search: RootSearch::Puct,
+            gumbel_considered: 16,
+            gumbel_c_visit: 50.0,
+            gumbel_c_scale: 1.0,
             cpuct: 1.745,
             dirichlet_alpha: 0.3,
             dirichlet_epsilon: 0.25,
@@ -350,7 +365,7 @@ impl Default for SelfPlaySection {
             temperature_decay_moves: 0,
             temperature_cutoff_move: 30,
             temperature_after_cutoff: 0.0,
-            resign_threshold: 0.0,
+            resign_loss: 0.0,
             resign_disabled_fraction: 0.1,
             contempt: 0.0,
             prove_mate_in_one: true,
@@ -361,19 +376,58 @@ impl Default for SelfPlaySection {
     }
 }
 
+/// How self-play searches the root.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RootSearch {
+    /// PUCT with Dirichlet noise; the policy target is the visit distribution.
+    Puct,
+    /// Gumbel AlphaZero: Gumbel-top-k, sequential halving, the improved policy.
+    Gumbel,
+}
+
 /// `[buffer]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BufferSection {
-    /// Training positions kept, newest first.
+    /// Training positions kept, newest first: the most the window grows to.
     pub window: usize,
     /// `uniform` or `value-balanced`.
     pub sampling: Sampling,
+    /// KataGo's growing window: its size `c` while the run has made fewer
+    /// than `c` positions; 0 keeps the window at `window` throughout.
+    pub window_start: usize,
+    /// The growing window's exponent `α`.
+    pub window_exponent: f64,
+    /// The growing window's rate `β`.
+    pub window_growth: f64,
 }
 
 impl Default for BufferSection {
     fn default() -> BufferSection {
-        BufferSection { window: 100_000, sampling: Sampling::Uniform }
+        BufferSection {
+            window: 100_000,
+            sampling: Sampling::Uniform,
+            window_start: 0,
+            window_exponent: 0.75,
+            window_growth: 0.4,
+        }
+    }
+}
+
+impl BufferSection {
+    /// The window's size once the run has made `seen` training positions:
+    /// KataGo's `c (1 + β ((N/c)^α - 1) / α)` from `c = window_start`, at
+    /// most `window`.
+    pub fn window_at(&self, seen: u64) -> usize {
+        if self.window_start == 0 {
+            return self.window;
+        }
+        let c = self.window_start as f64;
+        let n = (seen as f64).max(c);
+        let (alpha, beta) = (self.window_exponent, self.window_growth);
+        let grown = c * (1.0 + beta * ((n / c).powf(alpha) - 1.0) / alpha);
+        (grown as usize).min(self.window)
     }
 }
 
@@ -385,6 +439,11 @@ pub struct TrainSection {
     pub batch: usize,
     /// Steps per iteration.
     pub steps: u64,
+    /// In self-play, steps per iteration set from the new positions instead:
+    /// `passes × new positions / batch`, so that each position is drawn
+    /// about this many times in its life in the window (seed 004: 3 to 4).
+    /// 0: `steps` decides.
+    pub passes: f64,
     /// Share of the search's root value in the value target (the rest is the game's result).
     pub value_q_weight: f32,
     /// Train the value, moves-left and future heads on fast-search plies too.
@@ -400,7 +459,7 @@ impl TrainSection {
 
 impl Default for TrainSection {
     fn default() -> TrainSection {
-        TrainSection { batch: 256, steps: 100, value_q_weight: 0.0, fast_search_values: false }
+        TrainSection { batch: 256, steps: 100, passes: 0.0, value_q_weight: 0.0, fast_search_values: false }
     }
 }
 
@@ -463,6 +522,24 @@ pub struct EvalSection {
     pub tolerance: i64,
     /// The bisection stops after this many probes.
     pub max_probes: u32,
+    /// Evaluate once this many minutes of the run's work (self-play,
+    /// training, checkpoints, evaluations) have passed since the last
+    /// evaluation, instead of every `every` iterations; 0: `every` decides.
+    pub every_minutes: f64,
+    /// Against the engine: milliseconds per move for both sides (`go
+    /// movetime`), the network played by `capa uci` (the `capa` program
+    /// beside `capa-train`); 0: `simulations` and `nodes` per move.
+    pub movetime: u64,
+    /// Games at once in a `movetime` match (each side thinks on one
+    /// thread per game); 0: one per CPU core.
+    pub concurrency: usize,
+}
+
+impl EvalSection {
+    /// Whether `[eval]` evaluates at all.
+    pub fn enabled(&self) -> bool {
+        self.every > 0 || self.every_minutes > 0.0
+    }
 }
 
 impl Default for EvalSection {
@@ -480,6 +557,9 @@ impl Default for EvalSection {
             bracket: None,
             tolerance: 100,
             max_probes: 5,
+            every_minutes: 0.0,
+            movetime: 0,
+            concurrency: 0,
         }
     }
 }
@@ -570,6 +650,11 @@ pub struct DistillSection {
     /// alone. They keep the value target of `value_q_weight`;
     /// `train.value_q_weight` is the own games'.
     pub seed_buffer: bool,
+    /// With `seed_buffer`: the teacher's positions that leave the window at
+    /// the start of every self-play iteration, oldest first, whatever room
+    /// the run's own games leave (so that a growing window does not keep
+    /// them); 0: they leave only as the own games push them out.
+    pub seed_leave: usize,
 }
 
 impl Default for DistillSection {
@@ -583,6 +668,7 @@ impl Default for DistillSection {
             epochs: 0,
             value_q_weight: 1.0,
             seed_buffer: true,
+            seed_leave: 0,
         }
     }
 }
@@ -764,7 +850,7 @@ impl RunConfig {
         }
         let s = &self.selfplay;
         let unit = |v: f32| (0.0..=1.0).contains(&v);
-        let checks: [(&str, bool, String); 20] = [
+        let checks: [(&str, bool, String); 27] = [
             ("game.ply_cap", (1..=10_000).contains(&self.game.ply_cap), "must be 1 to 10000".into()),
             ("game.ply_cap_win_margin", self.game.ply_cap_win_margin <= 100, "must be 0 to 100".into()),
             ("selfplay.games", s.games >= 1, "must be at least 1".into()),
@@ -796,10 +882,45 @@ impl RunConfig {
                 (0.0..=10.0).contains(&s.temperature_after_cutoff),
                 "must be in [0, 10]".into(),
             ),
-            ("selfplay.resign_threshold", (0.0..0.5).contains(&s.resign_threshold), "must be in [0, 0.5)".into()),
+            (
+                "selfplay.resign_loss",
+                s.resign_loss == 0.0 || (0.5..=1.0).contains(&s.resign_loss),
+                "must be 0 (never resign) or in [0.5, 1]".into(),
+            ),
+            ("selfplay.gumbel_considered", s.gumbel_considered >= 1, "must be at least 1".into()),
+            (
+                "selfplay.gumbel_c_visit",
+                s.gumbel_c_visit.is_finite() && s.gumbel_c_visit >= 0.0,
+                "must be a number >= 0".into(),
+            ),
+            (
+                "selfplay.gumbel_c_scale",
+                s.gumbel_c_scale.is_finite() && s.gumbel_c_scale > 0.0,
+                "must be a number > 0".into(),
+            ),
             ("selfplay.resign_disabled_fraction", unit(s.resign_disabled_fraction), "must be in [0, 1]".into()),
             ("selfplay.contempt", (-1.0..=1.0).contains(&s.contempt), "must be in [-1, 1]".into()),
             ("buffer.window", self.buffer.window >= 1, "must be at least 1".into()),
+            (
+                "buffer.window_start",
+                self.buffer.window_start <= self.buffer.window,
+                format!("must be at most buffer.window ({})", self.buffer.window),
+            ),
+            (
+                "buffer.window_exponent",
+                self.buffer.window_exponent > 0.0 && self.buffer.window_exponent <= 1.0,
+                "must be in (0, 1]".into(),
+            ),
+            (
+                "buffer.window_growth",
+                self.buffer.window_growth.is_finite() && self.buffer.window_growth >= 0.0,
+                "must be a number >= 0".into(),
+            ),
+            (
+                "train.passes",
+                self.train.passes.is_finite() && (0.0..=100.0).contains(&self.train.passes),
+                "must be 0 (train.steps decides) or a number of passes up to 100".into(),
+            ),
             ("train.value_q_weight", unit(self.train.value_q_weight), "must be in [0, 1]".into()),
         ];
         if let Some((key, _, message)) = checks.into_iter().find(|(_, ok, _)| !ok) {
@@ -825,7 +946,17 @@ impl RunConfig {
                 self.train.batch >= self.devices().len(),
                 "has more devices than train.batch has positions",
             ),
-            ("eval.games", self.eval.every == 0 || self.eval.games >= 1, "must be at least 1"),
+            ("eval.games", !self.eval.enabled() || self.eval.games >= 1, "must be at least 1"),
+            (
+                "eval.every_minutes",
+                self.eval.every_minutes.is_finite() && self.eval.every_minutes >= 0.0,
+                "must be a number of minutes >= 0 (0: eval.every decides)",
+            ),
+            (
+                "eval.movetime",
+                self.eval.movetime == 0 || !self.eval.engine.trim().is_empty(),
+                "plays against eval.engine: name the engine",
+            ),
             ("eval.simulations", (1..=1_000_000).contains(&self.eval.simulations), "must be 1 to 1000000"),
             ("eval.nodes", self.eval.nodes >= 1, "must be at least 1"),
             ("eval.tolerance", self.eval.tolerance >= 1, "must be at least 1 Elo"),
@@ -837,8 +968,11 @@ impl RunConfig {
             ),
             (
                 "eval.ladder",
-                self.eval.ladder.is_none() || self.eval.engine.trim().is_empty(),
-                "takes the place of eval.engine: set one of them",
+                self.eval.ladder.is_none()
+                    || self.eval.engine.trim().is_empty()
+                    || self.eval.method == EvalMethod::Anchor,
+                "with eval.engine, the engine plays one match at eval.anchor after the ladder's placement: \
+                 set eval.method = \"anchor\", or leave eval.engine out",
             ),
             ("curriculum.fraction", (0.0..=1.0).contains(&self.curriculum.fraction), "must be in [0, 1]"),
             ("curriculum.step", (0..=1000).contains(&self.curriculum.step), "must be 0 to 1000"),
@@ -858,7 +992,7 @@ impl RunConfig {
             ("distill.value_q_weight", (0.0..=1.0).contains(&self.distill.value_q_weight), "must be in [0, 1]"),
             (
                 "eval.every",
-                self.eval.every == 0 || self.game.name.is_chess(),
+                !self.eval.enabled() || self.game.name.is_chess(),
                 "rates against UCI engines, which play chess games: set eval.every = 0 for Go (and match the \
                  networks with `capa gtp`)",
             ),
@@ -977,6 +1111,7 @@ mod tests {
         names.sort();
         let expected = [
             "capablanca-cpu.toml",
+            "capablanca-selfplay.toml",
             "capablanca.toml",
             "chess.toml",
             "distill.toml",
@@ -1025,6 +1160,33 @@ mod tests {
         assert!(e.contains("supervised.readers (line 2)"), "{e}");
         let config = RunConfig::parse("[run]\ndevices = [2, 3]\n", &[]).unwrap();
         assert_eq!((config.devices(), config.device().index), (vec![2, 3], 2));
+        let e = error("[selfplay]\nresign_loss = 0.3\n", &[]);
+        assert!(e.contains("selfplay.resign_loss (line 2)"), "{e}");
+        let e = error("[selfplay]\nsearch = \"mcts\"\n", &[]);
+        assert!(e.contains("search") && e.contains("gumbel"), "{e}");
+        let e = error("[buffer]\nwindow = 1000\nwindow_start = 2000\n", &[]);
+        assert!(e.contains("buffer.window_start (line 3)"), "{e}");
+        let e = error("[eval]\nmovetime = 200\n", &[]);
+        assert!(e.contains("eval.movetime") && e.contains("engine"), "{e}");
+        let e = error("[eval]\nevery = 1\nladder = \"l.toml\"\nengine = \"fairy-stockfish\"\n", &[]);
+        assert!(e.contains("eval.ladder") && e.contains("anchor"), "{e}");
+    }
+
+    /// KataGo's window: `c` until the run has made `c` positions, then
+    /// growing as `c (1 + β ((N/c)^α - 1) / α)`, capped at `window`.
+    #[test]
+    fn the_window_grows_with_the_positions_made() {
+        let fixed = BufferSection { window: 5_000, ..BufferSection::default() };
+        assert_eq!(fixed.window_at(1_000_000), 5_000);
+        let growing = BufferSection { window: 200_000, window_start: 20_000, ..BufferSection::default() };
+        assert_eq!(growing.window_at(0), 20_000);
+        assert_eq!(growing.window_at(20_000), 20_000);
+        // N = 16c: 16^0.75 = 8, so c (1 + 0.4 · 7 / 0.75).
+        let expected = 20_000.0 * (1.0 + 0.4 * 7.0 / 0.75);
+        assert!((growing.window_at(320_000) as f64 - expected).abs() <= 1.0);
+        assert_eq!(growing.window_at(100_000_000), 200_000);
+        let sizes: Vec<usize> = (0..50).map(|i| growing.window_at(i * 40_000)).collect();
+        assert!(sizes.windows(2).all(|w| w[0] <= w[1]), "{sizes:?}");
     }
 
     #[test]

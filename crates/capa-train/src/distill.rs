@@ -28,7 +28,7 @@ use capa_rundir::{DistillWork, MetricsLine, RunDir, Work, keys};
 use crate::buffer::{ReplayBuffer, Sampling, ValueTarget};
 use crate::commit::{Carried, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
-use crate::evaluate::{self, evaluate_if_due};
+use crate::evaluate::{self, Networks, evaluate_if_due};
 use crate::finish::Finish;
 use crate::games::{list_games, read_game};
 use crate::progress::progress;
@@ -239,7 +239,9 @@ pub(crate) fn distill<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         let seconds_checkpoint = saved.elapsed().as_secs_f64();
         // Before the commit, as in the self-play loop: a run killed during
         // the evaluation redoes the epoch, and its metrics line is whole.
-        let eval = evaluate_if_due::<G>(config, dir, &trainer, &previous, iteration)?;
+        let networks = Networks { trainer: &trainer, current: &network, previous: &previous };
+        let seconds = seconds_train + seconds_held_out + seconds_checkpoint;
+        let eval = evaluate_if_due::<G>(config, dir, networks, iteration, seconds)?;
         let saved = Instant::now();
         let mut recorded = None;
         commit(config, dir, &trainer, iteration, &network, Carried::default(), || {

@@ -13,12 +13,12 @@ use anyhow::{Context, Result, bail};
 use capa_mcts::SearchParams;
 use capa_net::{Inference, NetEvaluator, NetGame, Training};
 use capa_play::{
-    Bisection, Bracket, EloEstimate, EstimateKind, Ladder, MatchScore, MatchSettings, Openings, Placement,
-    SearchPlayer, UciPlayer, place, play_match, rate,
+    Bisection, Bracket, EloEstimate, EstimateKind, Ladder, MatchScore, MatchSettings, MoveLimit, Openings, Placement,
+    Player, SearchPlayer, UciPlayer, place, play_match, rate,
 };
 use capa_rules::Game;
 use capa_rules::mix;
-use capa_rundir::{EloKind, Evaluation, Probe, RunDir, keys, read_metrics};
+use capa_rundir::{AnchorMatch, EloKind, Evaluation, Probe, RunDir, Work, keys, read_metrics};
 
 use crate::config::{EvalMethod, EvalSection, RunConfig};
 use crate::progress::progress;
@@ -70,7 +70,18 @@ pub(crate) fn summary(evaluation: &Evaluation) -> String {
             };
             let elo = EloEstimate { elo: e.elo, low: e.elo_low, high: e.elo_high, kind };
             let scale = if e.on_ladder() { "on the ladder" } else { "at UCI_Elo" };
-            format!("vs {} {scale} {}; Elo {elo}", e.opponent, played.join(", "))
+            let anchor = e.anchor.as_ref().map_or_else(String::new, |a| {
+                format!(
+                    "; vs {} at UCI_Elo {}: {}, Elo {:.0} ({:.0} to {:.0})",
+                    a.engine,
+                    a.probe.uci_elo.unwrap_or_default(),
+                    results(&a.probe),
+                    a.elo,
+                    a.elo_low,
+                    a.elo_high
+                )
+            });
+            format!("vs {} {scale} {}; Elo {elo}{anchor}", e.opponent, played.join(", "))
         }
     }
 }
@@ -99,23 +110,54 @@ fn engine_levels(section: &EvalSection, range: (i64, i64)) -> Result<(i64, i64)>
 /// # Errors
 /// What is wrong, naming the key.
 pub(crate) fn check_engine<G: Game>(section: &EvalSection) -> Result<()> {
-    if section.every == 0 {
+    if !section.enabled() {
         return Ok(());
     }
     if let Some(path) = &section.ladder {
-        return eval_ladder::<G>(path).map(drop);
+        eval_ladder::<G>(path)?;
     }
     if section.engine.trim().is_empty() {
         return Ok(());
+    }
+    if section.movetime > 0 {
+        let capa = capa_program()?;
+        if !capa.is_file() {
+            bail!("eval.movetime: the network plays through `capa uci`, and {} is missing", capa.display());
+        }
     }
     let engine = eval_engine::<G>(section)?;
     engine_levels(section, engine.elo_range().expect("limited")).map(drop)
 }
 
-/// `[eval]`'s engine, started for `G` with its strength limited.
+/// `[eval]`'s engine, started for `G` with its strength limited: `nodes`
+/// per move, or with `movetime`, that many ms on one thread per game.
 fn eval_engine<G: Game>(section: &EvalSection) -> Result<UciPlayer> {
-    UciPlayer::strength_limited::<G>(&section.engine, section.nodes)
-        .with_context(|| format!("[eval] engine `{}`", section.engine.trim()))
+    let context = || format!("[eval] engine `{}`", section.engine.trim());
+    if section.movetime == 0 {
+        return UciPlayer::strength_limited::<G>(&section.engine, section.nodes).with_context(context);
+    }
+    let mut engine = UciPlayer::command(&section.engine)
+        .with_context(context)?
+        .with_options([("Threads".to_string(), "1".to_string())])
+        .with_limit(MoveLimit::MoveTime(section.movetime))
+        .with_processes(movetime_concurrency(section));
+    engine.start::<G>().with_context(context)?;
+    engine.limit_strength().with_context(context)?;
+    Ok(engine)
+}
+
+/// Games at once in a `movetime` match.
+fn movetime_concurrency(section: &EvalSection) -> usize {
+    match section.concurrency {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    }
+}
+
+/// The `capa` program, which plays a network over UCI: beside `capa-train`.
+fn capa_program() -> Result<std::path::PathBuf> {
+    let me = std::env::current_exe().context("cannot find capa-train's own path")?;
+    Ok(me.with_file_name(format!("capa{}", std::env::consts::EXE_SUFFIX)))
 }
 
 /// `[eval]`'s ladder, read and checked: calibrated, for `G`, its bottom
@@ -140,19 +182,51 @@ fn last_ladder_elo(dir: &RunDir) -> Result<Option<f64>> {
 /// How long a ladder rung may take over one move before it forfeits.
 const LADDER_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// [`evaluate`] when `iteration` is one of every `eval.every`; `None` otherwise.
+/// The networks of an evaluation: the trainer's (published as
+/// `current`) and the one it replaces.
+pub(crate) struct Networks<'a> {
+    pub trainer: &'a Training,
+    pub current: &'a str,
+    pub previous: &'a str,
+}
+
+/// [`evaluate`] when due: `iteration` is one of every `eval.every`, or
+/// with `eval.every_minutes`, the run has worked that long since the last
+/// evaluation (`seconds` of it in this iteration, the rest in
+/// metrics.jsonl); `None` otherwise.
 ///
 /// # Errors
-/// As [`evaluate`].
+/// As [`evaluate`]; an unreadable metrics.jsonl.
 pub(crate) fn evaluate_if_due<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
-    trainer: &Training,
-    previous: &str,
+    networks: Networks<'_>,
     iteration: u64,
+    seconds: f64,
 ) -> Result<Option<Evaluation>> {
-    let due = config.eval.every > 0 && iteration.is_multiple_of(config.eval.every);
-    due.then(|| evaluate::<G>(config, dir, trainer, previous, iteration)).transpose()
+    let section = &config.eval;
+    let due = if section.every_minutes > 0.0 {
+        seconds + seconds_since_evaluation(dir)? >= section.every_minutes * 60.0
+    } else {
+        section.every > 0 && iteration.is_multiple_of(section.every)
+    };
+    due.then(|| evaluate::<G>(config, dir, &networks, iteration)).transpose()
+}
+
+/// Seconds of work metrics.jsonl records after its last evaluation
+/// (the evaluation's own time included), or since the run began.
+fn seconds_since_evaluation(dir: &RunDir) -> Result<f64> {
+    let mut seconds = 0.0;
+    for line in read_metrics(dir)?.into_iter().rev() {
+        seconds += line.seconds_train + line.seconds_checkpoint + line.seconds_held_out.unwrap_or(0.0);
+        if let Work::SelfPlay(work) = &line.work {
+            seconds += work.seconds_selfplay;
+        }
+        if let Some(eval) = &line.eval {
+            return Ok(seconds + eval.seconds);
+        }
+    }
+    Ok(seconds)
 }
 
 /// Evaluates the trainer's network for `iteration`: against the engine
@@ -163,12 +237,12 @@ pub(crate) fn evaluate_if_due<G: NetGame>(
 fn evaluate<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
-    trainer: &Training,
-    previous: &str,
+    networks: &Networks<'_>,
     iteration: u64,
 ) -> Result<Evaluation> {
     let started = Instant::now();
     let section = &config.eval;
+    let Networks { trainer, current: current_name, previous } = *networks;
     let current = NetEvaluator::<G>::from_inference(&trainer.inference()?)?;
     let params = SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() };
     let searched = |name: &str, evaluator| SearchPlayer {
@@ -186,7 +260,7 @@ fn evaluate<G: NetGame>(
             seed: mix(config.run.seed ^ 0x6576_616c, iteration.wrapping_mul(64) + u64::from(probe)),
         },
         ply_cap: config.game.ply_cap,
-        concurrency: section.games as usize,
+        concurrency: if section.movetime > 0 { movetime_concurrency(section) } else { section.games as usize },
         clock: None,
         seed: mix(config.run.seed ^ 0x0061_7265_6e61, iteration.wrapping_mul(64) + u64::from(probe)),
         sprt: None,
@@ -211,7 +285,21 @@ fn evaluate<G: NetGame>(
             elo_high,
             elo_kind: EloKind::Value,
             seconds: started.elapsed().as_secs_f64(),
+            anchor: None,
         });
+    }
+    // Against the engine at movetime, the network plays as a `capa uci`
+    // child, on one thread per game as the engine does.
+    let mut uci_network = None;
+    if section.movetime > 0 {
+        let key = keys::network(current_name);
+        let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the network {key} is missing"))?;
+        let mut player = UciPlayer::network(&capa_program()?, &path, &config.device().child_args())
+            .with_options([("Threads".to_string(), "1".to_string())])
+            .with_limit(MoveLimit::MoveTime(section.movetime))
+            .with_processes(movetime_concurrency(section));
+        player.start::<G>().context("[eval]: the network through `capa uci`")?;
+        uci_network = Some(player);
     }
     // The progress bar of the probe in flight, named by its opponent.
     let mut bar = None;
@@ -233,6 +321,7 @@ fn evaluate<G: NetGame>(
             elo_high: estimate.high,
             elo_kind: elo_kind(estimate.kind),
             seconds: started.elapsed().as_secs_f64(),
+            anchor: None,
         })
     };
     if let Some(path) = &section.ladder {
@@ -244,10 +333,33 @@ fn evaluate<G: NetGame>(
             guess: last_ladder_elo(dir)?,
         };
         let mut probes = Vec::new();
-        let bisection = place::<G>(&mut network, &ladder, placement, settings, &mut on_game, &mut |probe| {
+        let bisection = place::<G>(&mut network, &ladder, placement, &settings, &mut on_game, &mut |probe| {
             probes.push(new_probe(None, Some((probe.rung.clone(), probe.elo)), probe.score))
         })?;
-        return estimate_of(&bisection, probes, path.display().to_string());
+        let mut evaluation = estimate_of(&bisection, probes, path.display().to_string())?;
+        if !section.engine.trim().is_empty() {
+            // The anchor match, after the placement (eval.method is "anchor").
+            let mut engine = eval_engine::<G>(section)?;
+            let level = engine.set_elo(section.anchor)?;
+            let player: &mut dyn Player<G> = match uci_network.as_mut() {
+                Some(player) => player,
+                None => &mut network,
+            };
+            let score = play_match::<G>(player, &mut engine, &settings(63), &mut |end| {
+                on_game(&format!("UCI_Elo {level}"), end)
+            })?;
+            let (diff, low, high) = score.elo();
+            evaluation.anchor = Some(AnchorMatch {
+                engine: section.engine.trim().to_string(),
+                movetime: section.movetime,
+                probe: new_probe(Some(level), None, score),
+                elo: level as f64 + diff,
+                elo_low: level as f64 + low,
+                elo_high: level as f64 + high,
+            });
+            evaluation.seconds = started.elapsed().as_secs_f64();
+        }
+        return Ok(evaluation);
     }
     let mut engine = eval_engine::<G>(section)?;
     let (low, high) = engine_levels(section, engine.elo_range().expect("limited"))?;
@@ -259,8 +371,12 @@ fn evaluate<G: NetGame>(
         max_probes: section.max_probes,
         anchor: (section.method == EvalMethod::Anchor).then_some(low),
     };
+    let player: &mut dyn Player<G> = match uci_network.as_mut() {
+        Some(player) => player,
+        None => &mut network,
+    };
     let bisection = rate::<G>(
-        &mut network,
+        player,
         &mut engine,
         &bracket,
         settings,

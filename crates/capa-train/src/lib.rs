@@ -41,11 +41,12 @@ pub use buffer::{ReplayBuffer, Sampling};
 pub use check::{CheckReport, check};
 pub use config::{
     BufferSection, CheckpointSection, CurriculumSection, DistillSection, EvalMethod, EvalSection, GameSection,
-    KoRuleKind, NetSection, RunConfig, RunMode, RunSection, SelfPlaySection, TargetKind, TrainSection,
+    KoRuleKind, NetSection, RootSearch, RunConfig, RunMode, RunSection, SelfPlaySection, TargetKind, TrainSection,
 };
 pub use curriculum::Curriculum;
 pub use diagnostics::{BufferStats, HeldOutReport, OverfitReport, buffer_stats, overfit_check};
 pub use finish::Finish;
 pub use run::run;
 pub use selfplay::{SelfPlaySettings, SelfPlayStats, play};
+pub use selfplay_loop::bench_selfplay;
 pub use worker::work;

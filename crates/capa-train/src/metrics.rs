@@ -3,10 +3,10 @@
 //! learned the hard way.
 
 use capa_net::NetGame;
-use capa_rundir::{CurriculumReport, Evaluation, MetricsLine, SelfPlayWork, TrainReport, Work};
+use capa_rundir::{CurriculumReport, Evaluation, MetricsLine, SelfPlayWork, TimeShares, TrainReport, Work};
 
 use crate::buffer::ReplayBuffer;
-use crate::config::RunConfig;
+use crate::config::{RootSearch, RunConfig};
 use crate::evaluate;
 use crate::selfplay::SelfPlayStats;
 
@@ -23,25 +23,20 @@ pub(crate) fn selfplay_line<G: NetGame>(
     eval: Option<Evaluation>,
     curriculum: Option<CurriculumReport>,
 ) -> MetricsLine {
-    let per_second = |n: u64| n as f64 / stats.seconds.max(1e-9);
     let new_positions = new_positions(config, stats);
+    let (passes_mean, passes_oldest) = buffer.passes();
     let work = SelfPlayWork {
-        games: stats.games,
-        plies: stats.plies,
-        new_positions,
         buffer_positions: buffer.positions(),
-        white_draw_black: stats.results,
-        mean_game_length: stats.plies as f64 / stats.games.max(1) as f64,
-        resigned: stats.resigned,
         resign_checked: stats.resign_checked,
         resign_wrong: stats.resign_wrong,
-        selfplay_plies_per_second: per_second(stats.plies),
-        selfplay_playouts_per_second: per_second(stats.playouts),
-        mean_playouts_per_search: stats.playouts as f64 / stats.searches.max(1) as f64,
         kld_stopped_share: stats.kld_stopped as f64 / stats.searches.max(1) as f64,
-        passes_per_position: passes_per_position(config, new_positions),
+        passes_per_position: passes_per_position(train.steps, config, new_positions),
+        // The iteration's, the writing of its games included.
         seconds_selfplay: selfplay,
-        inference_share_of_selfplay: stats.inference_seconds / stats.seconds.max(1e-9),
+        passes_mean,
+        passes_oldest,
+        window: buffer.window(),
+        ..throughput(stats, new_positions)
     };
     MetricsLine {
         iteration,
@@ -57,6 +52,36 @@ pub(crate) fn selfplay_line<G: NetGame>(
     }
 }
 
+/// What self-play's throughput figures say, for the metrics line and
+/// `capa bench selfplay` (the other fields zero).
+pub fn throughput(stats: &SelfPlayStats, positions: usize) -> SelfPlayWork {
+    let wall = stats.seconds.max(1e-9);
+    let per_position = |n: u64| n as f64 / positions.max(1) as f64;
+    let (waited, bookkeeping) = (stats.waited_seconds / wall, stats.bookkeeping_seconds / wall);
+    SelfPlayWork {
+        games: stats.games,
+        plies: stats.plies,
+        new_positions: positions,
+        white_draw_black: stats.results,
+        resigned: stats.resigned,
+        positions_per_second: positions as f64 / wall,
+        positions_per_cpu_second: positions as f64 / stats.cpu_seconds.max(1e-9),
+        seconds_cpu_selfplay: stats.cpu_seconds,
+        network_calls_per_position: per_position(stats.batches),
+        evaluations_per_position: per_position(stats.leaves - stats.cache_hits),
+        mean_batch_fill: stats.leaves as f64 / (stats.batches * stats.batch_capacity).max(1) as f64,
+        cache_hit_rate: stats.cache_hits as f64 / stats.leaves.max(1) as f64,
+        time_shares: TimeShares { search: (1.0 - waited - bookkeeping).max(0.0), network_wait: waited, bookkeeping },
+        selfplay_plies_per_second: stats.plies as f64 / wall,
+        selfplay_playouts_per_second: stats.playouts as f64 / wall,
+        mean_playouts_per_search: stats.playouts as f64 / stats.searches.max(1) as f64,
+        inference_share_of_selfplay: stats.inference_seconds / wall,
+        mean_game_length: stats.plies as f64 / stats.games.max(1) as f64,
+        seconds_selfplay: stats.seconds,
+        ..SelfPlayWork::default()
+    }
+}
+
 /// A self-play iteration's summary on stderr.
 pub(crate) fn summary(line: &MetricsLine, work: &SelfPlayWork) -> String {
     let curriculum = line.curriculum.as_ref().map_or_else(String::new, |c| {
@@ -64,14 +89,17 @@ pub(crate) fn summary(line: &MetricsLine, work: &SelfPlayWork) -> String {
     });
     let eval = line.eval.as_ref().map_or_else(String::new, |e| format!("; {}", evaluate::summary(e)));
     format!(
-        "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} plies/s; {} steps, loss {:.3} (policy {:.3}, wdl {:.3}); \
-         {:.0}s self-play, {:.0}s training; data wait {:.0}%; network {}{eval}{curriculum}",
+        "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} positions/s ({:.1} per CPU-s); {} steps, \
+         {:.1} passes (oldest 5%), loss {:.3} (policy {:.3}, wdl {:.3}); {:.0}s self-play, {:.0}s training; \
+         data wait {:.0}%; network {}{eval}{curriculum}",
         line.iteration,
         work.games,
         work.plies,
         work.white_draw_black,
-        work.selfplay_plies_per_second,
+        work.positions_per_second,
+        work.positions_per_cpu_second,
         line.train.steps,
+        work.passes_oldest,
         line.train.loss,
         line.train.policy,
         line.train.wdl,
@@ -88,32 +116,42 @@ pub(crate) fn new_positions(config: &RunConfig, stats: &SelfPlayStats) -> usize 
     (if config.train.fast_search_values { stats.plies } else { stats.full_plies }) as usize
 }
 
-/// Training samples per new position: steps x batch / new positions.
-fn passes_per_position(config: &RunConfig, new_positions: usize) -> f64 {
-    (config.train.steps as f64 * config.train.batch as f64) / new_positions.max(1) as f64
+/// Training samples per new position, as planned: steps x batch / new positions.
+fn passes_per_position(steps: u64, config: &RunConfig, new_positions: usize) -> f64 {
+    (steps as f64 * config.train.batch as f64) / new_positions.max(1) as f64
 }
 
-/// The warnings the seed's users learned the hard way.
-pub(crate) fn warnings(config: &RunConfig, new_positions: usize) -> Vec<String> {
+/// The warnings the seed's users learned the hard way, from the
+/// iteration's metrics.
+pub(crate) fn warnings(config: &RunConfig, line: &MetricsLine, work: &SelfPlayWork) -> Vec<String> {
     let mut warnings = Vec::new();
     let s = &config.selfplay;
     let ratio = s.simulations as f64 / f64::from(s.parallel_sims);
-    if ratio < 12.0 {
+    // Gumbel's target is the improved policy, not the visit counts.
+    if ratio < 12.0 && s.search == RootSearch::Puct {
         warnings.push(format!(
             "selfplay.simulations / selfplay.parallel_sims = {ratio:.1} is below 12: the visit distributions \
              (the policy targets) drift towards uniform; lower parallel_sims or raise simulations"
         ));
     }
-    let passes = passes_per_position(config, new_positions);
-    if !(2.0..=7.0).contains(&passes) {
+    let planned = passes_per_position(line.train.steps, config, work.new_positions);
+    if !(2.0..=7.0).contains(&planned) {
         warnings.push(format!(
-            "{passes:.1} passes per position (train.steps x train.batch / new positions) is outside 2 to 7: \
-             {}",
-            if passes > 7.0 {
-                "the network memorises the buffer; play more games or train fewer steps"
+            "{planned:.1} passes per position (steps x train.batch / new positions) is outside 2 to 7: {}",
+            if planned > 7.0 {
+                "the network memorises the buffer; play more games or train fewer steps (train.passes)"
             } else {
-                "the new games are barely learned from; train more steps"
+                "the new games are barely learned from; train more steps (train.passes)"
             }
+        ));
+    }
+    // While the window fills nothing leaves it, and its oldest positions
+    // are drawn far more often than the plan says.
+    if work.passes_oldest > 7.0 {
+        warnings.push(format!(
+            "the window's oldest positions have been drawn {:.1} times each: the network memorises them; \
+             train fewer steps, or start from a smaller buffer.window_start",
+            work.passes_oldest
         ));
     }
     warnings

@@ -7,13 +7,14 @@ use std::time::Instant;
 use anyhow::{Result, anyhow, bail};
 use capa_data::{Ending, GameRecord, PlyRecord, Resignation, SearchValues};
 use capa_mcts::{
-    DirichletNoise, EvalError, Evaluations, Evaluator, KldStop, LeafRequest, Limits, PlayoutCap, SearchParams,
-    SearchResult, StopReason, Temperature, Tree, search_many,
+    CachedEvaluator, DirichletNoise, EvalError, Evaluations, Evaluator, GumbelParams, KldStop, LeafRequest, Limits,
+    PlayoutCap, SearchParams, SearchResult, StopReason, Temperature, Tree, search_many,
 };
 use capa_rules::{Color, Game, GameResult, History, Termination};
 use capa_rules::{Rng, mix};
+use capa_rundir::process_cpu_seconds;
 
-use crate::config::{GameSection, SelfPlaySection};
+use crate::config::{GameSection, RootSearch, SelfPlaySection};
 use crate::curriculum::{Curriculum, engine_color};
 
 /// How games are played, from the `[selfplay]` and `[game]` sections.
@@ -29,8 +30,8 @@ pub struct SelfPlaySettings {
     pub ply_cap: u32,
     /// At the ply cap, a material lead of this many pawns wins (0: a draw).
     pub ply_cap_win_margin: u32,
-    /// Resign below this expected score (0: never).
-    pub resign_threshold: f32,
+    /// Resign at this loss probability or above (0: never).
+    pub resign_loss: f32,
     /// Share of games never resigned.
     pub resign_disabled_fraction: f32,
     /// Games at once.
@@ -62,14 +63,23 @@ impl SelfPlaySettings {
                 interval: section.kld_interval,
                 min_gain_per_node: section.kld_min_gain_per_node,
             }),
+            gumbel: (section.search == RootSearch::Gumbel).then_some(GumbelParams {
+                considered: section.gumbel_considered,
+                c_visit: section.gumbel_c_visit,
+                c_scale: section.gumbel_c_scale,
+                scale: section.temperature,
+            }),
             ..SearchParams::default()
         };
-        let full = Limits::visits(section.simulations);
-        let cap = PlayoutCap {
-            full,
-            fast: Limits::visits(section.fast_simulations.max(1)),
-            fast_fraction: section.fast_probability,
+        // Gumbel's schedule is over the simulations a search adds; PUCT
+        // counts the root's visits, those kept from the last move included.
+        let limits = |n: u32| match section.search {
+            RootSearch::Gumbel => Limits::playouts(n),
+            RootSearch::Puct => Limits::visits(n),
         };
+        let full = limits(section.simulations);
+        let cap =
+            PlayoutCap { full, fast: limits(section.fast_simulations.max(1)), fast_fraction: section.fast_probability };
         let temperature = Temperature {
             initial: section.temperature,
             decay_moves: section.temperature_decay_moves,
@@ -83,7 +93,7 @@ impl SelfPlaySettings {
             temperature,
             ply_cap: game.ply_cap,
             ply_cap_win_margin: game.ply_cap_win_margin,
-            resign_threshold: section.resign_threshold,
+            resign_loss: section.resign_loss,
             resign_disabled_fraction: section.resign_disabled_fraction,
             concurrent: concurrent as usize,
             groups: section.groups,
@@ -115,8 +125,24 @@ pub struct SelfPlayStats {
     pub resign_wrong: u64,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// CPU seconds of the whole process meanwhile (every thread's).
+    pub cpu_seconds: f64,
     /// Seconds the network spent evaluating (on its own thread).
     pub inference_seconds: f64,
+    /// Seconds the search thread waited for the network with nothing to do.
+    pub waited_seconds: f64,
+    /// Seconds spent on finished searches: recording plies, playing moves,
+    /// finishing games and handing them on.
+    pub bookkeeping_seconds: f64,
+    /// Batches sent to the evaluator (network calls, the cache's answers included).
+    pub batches: u64,
+    /// Positions in those batches.
+    pub leaves: u64,
+    /// Of those, positions the evaluation cache answered.
+    pub cache_hits: u64,
+    /// The most positions one batch can hold: games at once times leaves
+    /// per game per round, over the groups.
+    pub batch_capacity: u64,
     /// Games won by white, drawn, won by black.
     pub results: [u64; 3],
 }
@@ -134,7 +160,8 @@ struct Slot {
 /// How a game ended: the winner (`None`: a draw) and how.
 type Ended = (Option<Color>, Ending);
 
-/// Plays `games` games (numbered from 0) with `evaluator`; each finished
+/// Plays `games` games (numbered from 0) with `evaluator` (behind its
+/// cache, whose hits the stats count); each finished
 /// game goes to `on_game(number, record)` as soon as it ends. With a
 /// `curriculum`, a share of the games is played against its engine. When
 /// `stop` is raised no new game or move starts; the games in progress are
@@ -144,7 +171,7 @@ type Ended = (Option<Color>, Ending);
 /// The search's, the evaluator's or the curriculum engine's failure, or `on_game`'s.
 #[allow(clippy::too_many_arguments)]
 pub fn play<G, E>(
-    evaluator: &E,
+    evaluator: &CachedEvaluator<E>,
     settings: &SelfPlaySettings,
     games: u32,
     seed: u64,
@@ -157,10 +184,13 @@ where
     G: Game,
     E: Evaluator<G>,
 {
-    let started = Instant::now();
+    let (started, cpu_started, (hits_before, _)) = (Instant::now(), process_cpu_seconds(), evaluator.hits());
     let timed = Timed { inner: evaluator, nanos: AtomicU64::new(0) };
     let mut stats = SelfPlayStats::default();
     let concurrent = settings.concurrent.clamp(1, games.max(1) as usize);
+    let groups = settings.groups.clamp(1, concurrent);
+    stats.batch_capacity = (concurrent.div_ceil(groups) * usize::from(settings.params.parallel_sims)) as u64;
+    let mut bookkeeping = std::time::Duration::ZERO;
     let start = match &settings.start {
         Some(text) => G::from_fen(text).map_err(|e| anyhow!("the start position {text}: {e}"))?,
         None => G::startpos(),
@@ -178,7 +208,7 @@ where
         next_game += 1;
         let game_seed = mix(seed, u64::from(index));
         let mut rng = Rng::new(game_seed);
-        let enabled = settings.resign_threshold > 0.0 && rng.uniform() >= f64::from(settings.resign_disabled_fraction);
+        let enabled = settings.resign_loss > 0.0 && rng.uniform() >= f64::from(settings.resign_disabled_fraction);
         let engine = if fraction > 0.0 { engine_color(fraction, rng.uniform(), index) } else { None };
         let resignation = Resignation { enabled, would_have_resigned: None };
         let slot = Slot { index, rng, plies: Vec::new(), resignation, engine };
@@ -205,8 +235,7 @@ where
         if engine_moves(tree, slot, curriculum.as_deref_mut(), settings.ply_cap_win_margin)?.is_some() {
             bail!("a game ended before the network's first move");
         }
-        let (limits, full) = settings.cap.draw(&mut slot.rng);
-        tree.start(limits, full).map_err(|e| anyhow!("{e}"))?;
+        start_search(tree, slot, settings)?;
     }
 
     let mut failure: Option<anyhow::Error> = None;
@@ -214,6 +243,7 @@ where
         if failure.is_some() {
             return;
         }
+        let finished = Instant::now();
         let mut step = || -> Result<()> {
             let Some(slot) = slots[i].as_mut() else { return Ok(()) };
             stats.searches += 1;
@@ -246,22 +276,36 @@ where
                 slots[i] = None;
             }
             if let Some(slot) = slots[i].as_mut() {
-                let (limits, full) = settings.cap.draw(&mut slot.rng);
-                tree.start(limits, full).map_err(|e| anyhow!("{e}"))?;
+                start_search(tree, slot, settings)?;
             }
             Ok(())
         };
         if let Err(e) = step() {
             failure = Some(e);
         }
+        bookkeeping += finished.elapsed();
     });
     if let Some(e) = failure {
         return Err(e);
     }
-    searched.map_err(|e| anyhow!("self-play search failed: {e}"))?;
+    let pipeline = searched.map_err(|e| anyhow!("self-play search failed: {e}"))?;
     stats.seconds = started.elapsed().as_secs_f64();
+    stats.cpu_seconds = process_cpu_seconds() - cpu_started;
     stats.inference_seconds = timed.nanos.load(Ordering::Relaxed) as f64 * 1e-9;
+    stats.waited_seconds = pipeline.waited.as_secs_f64();
+    stats.bookkeeping_seconds = bookkeeping.as_secs_f64();
+    stats.batches = pipeline.batches;
+    stats.leaves = pipeline.leaves;
+    stats.cache_hits = evaluator.hits().0 - hits_before;
     Ok(stats)
+}
+
+/// Starts the search of the game's next move: full or fast, and for a
+/// Gumbel root, its noise scaled by the temperature of the move.
+fn start_search<G: Game>(tree: &mut Tree<G>, slot: &mut Slot, settings: &SelfPlaySettings) -> Result<()> {
+    let (limits, full) = settings.cap.draw(&mut slot.rng);
+    tree.set_gumbel_scale(settings.temperature.at(slot.plies.len() as u32));
+    tree.start(limits, full).map_err(|e| anyhow!("{e}"))
 }
 
 /// Plays the curriculum engine's moves while it is its turn; how the game
@@ -307,18 +351,27 @@ fn advance<G: Game>(
     let position = tree.history().current().clone();
     let best = result.best().ok_or_else(|| anyhow!("a search at a position with no legal move"))?;
     let values = |q, d, m| SearchValues { q, d, m };
+    // A move played without a search (Gumbel's forced moves) trains nothing.
+    let searched = result.playouts > 0 || result.visits > 0;
     slot.plies.push(PlyRecord {
-        full_search: result.full_search,
+        full_search: result.full_search && searched,
         root: values(result.q, result.d, result.m),
         best: values(best.q, best.d, best.m),
-        visits: result
-            .visit_distribution()
-            .filter(|&(_, share)| share > 0.0)
-            .map(|(m, share)| (position.policy_index(m) as u16, share))
-            .collect(),
+        visits: if searched {
+            result
+                .policy_target()
+                .filter(|&(_, share)| share > 0.0)
+                .map(|(m, share)| (position.policy_index(m) as u16, share))
+                .collect()
+        } else {
+            Vec::new()
+        },
     });
     let ply = slot.plies.len() as u32 - 1;
-    if settings.resign_threshold > 0.0 && (1.0 + best.q) / 2.0 < settings.resign_threshold {
+    // Seed 004's rule: the loss probability decides, not Q (with few draws
+    // a Q threshold resigns far later than it seems to).
+    let loss = (1.0 - best.d - best.q) / 2.0;
+    if searched && settings.resign_loss > 0.0 && loss >= settings.resign_loss {
         slot.resignation.would_have_resigned.get_or_insert(ply);
         if slot.resignation.enabled {
             slot.plies.pop();
@@ -418,7 +471,7 @@ mod tests {
         let run = |section: &SelfPlaySection| {
             let settings = SelfPlaySettings::new(section, &game).unwrap();
             let stop = AtomicBool::new(false);
-            let evaluator = capa_mcts::RandomEvaluator;
+            let evaluator = CachedEvaluator::new(capa_mcts::RandomEvaluator, 0);
             play::<capa_rules::chess::Chess, _>(&evaluator, &settings, 2, 1, "net", &stop, None, |_, _| Ok(())).unwrap()
         };
         let with = run(&section);

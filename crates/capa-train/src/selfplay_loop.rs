@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use capa_data::to_pgn;
 use capa_mcts::CachedEvaluator;
 use capa_net::{NetEvaluator, NetGame, Training};
@@ -23,7 +23,7 @@ use crate::commit::{Carried, Resumed, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
-use crate::evaluate::evaluate_if_due;
+use crate::evaluate::{Networks, evaluate_if_due};
 use crate::finish::Finish;
 use crate::games::{list_games, read_game, read_ledgers, window_games};
 use crate::metrics::{new_positions, selfplay_line, summary, warnings};
@@ -43,12 +43,16 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         return Ok(Finish::Completed);
     }
     let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
+    // A run from before the count: at least the positions its window holds.
+    let mut positions_made = carried.positions_made.unwrap_or(buffer.positions() as u64);
     let settings = SelfPlaySettings::new(&config.selfplay, &config.game)?;
     // Workers play their own games: the curriculum is the trainer's.
     let mut curriculum =
         if config.selfplay.local { Curriculum::start::<G>(&config.curriculum, carried.curriculum_elo)? } else { None };
     for iteration in first_iteration..=last {
         let started = Instant::now();
+        buffer.drop_teacher(config.distill.seed_leave);
+        buffer.set_window(config.buffer.window_at(positions_made));
         // Self-play with the newest network, or the workers' games.
         let played = if config.selfplay.local {
             let games = Games { dir, settings: &settings, buffer: &mut buffer, curriculum: curriculum.as_mut() };
@@ -60,12 +64,17 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
             return Ok(Finish::Interrupted);
         };
         let new_positions = new_positions(config, &stats);
+        positions_made += new_positions as u64;
         let curriculum_report = curriculum.as_mut().map(Curriculum::end_iteration).transpose()?;
         let selfplay_seconds = started.elapsed().as_secs_f64();
 
         // Training.
         let trained = Instant::now();
-        let steps = if buffer.positions() == 0 { 0 } else { config.train.steps };
+        let steps = match (buffer.positions(), config.train.passes) {
+            (0, _) => 0,
+            (held, passes) if passes > 0.0 => steps_for_passes(passes, new_positions, held, buffer.window(), config),
+            _ => config.train.steps,
+        };
         let batches = |rng: &mut _| Ok(buffer.sample(config.train.batch, rng));
         let Some(report) = train(config, &mut trainer, batches, steps, iteration, stop)? else {
             return Ok(Finish::Interrupted);
@@ -78,9 +87,14 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         let checkpoint_seconds = saved.elapsed().as_secs_f64();
         // Before the commit, so that a run killed here redoes the
         // iteration and its line in metrics.jsonl is never missing.
-        let evaluation = evaluate_if_due::<G>(config, dir, &trainer, &previous, iteration)?;
+        let networks = Networks { trainer: &trainer, current: &network, previous: &previous };
+        let evaluation = evaluate_if_due::<G>(config, dir, networks, iteration, started.elapsed().as_secs_f64())?;
         let saved = Instant::now();
-        let carried = Carried { curriculum_elo: curriculum.as_ref().map(Curriculum::elo), ..Carried::default() };
+        let carried = Carried {
+            curriculum_elo: curriculum.as_ref().map(Curriculum::elo),
+            positions_made: Some(positions_made),
+            ..Carried::default()
+        };
         let mut recorded = None;
         commit(config, dir, &trainer, iteration, &network, carried, || {
             dir.write(&keys::ledger(iteration), trained_on.join("\n").as_bytes())?;
@@ -103,12 +117,47 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         let line = recorded.expect("recorded before the commit");
         if let Work::SelfPlay(work) = &line.work {
             eprintln!("{}", summary(&line, work));
-        }
-        for warning in warnings(config, new_positions) {
-            tracing::warn!("{warning}");
+            for warning in warnings(config, &line, work) {
+                tracing::warn!("{warning}");
+            }
         }
     }
     Ok(Finish::Completed)
+}
+
+/// Steps that draw each position about `passes` times in its life in the
+/// window: `passes × new / batch` once the window is full. While it fills
+/// nothing leaves, so the rate is scaled by how full it is (`held /
+/// window`); otherwise the first positions would be drawn many times the
+/// plan (seed 004's fresh run that overfitted), and at most twice it now.
+fn steps_for_passes(passes: f64, new: usize, held: usize, window: usize, config: &RunConfig) -> u64 {
+    let full = (held as f64 / window.max(1) as f64).min(1.0);
+    (passes * new as f64 * full / config.train.batch as f64).ceil() as u64
+}
+
+/// `capa bench selfplay`: `games` games of self-play as `config` plays
+/// them (its `[selfplay]` and `[game]`), with the network in the file
+/// `net`, nothing written; the throughput figures of its metrics line.
+///
+/// # Errors
+/// A config or network that cannot be used, a failing search.
+pub fn bench_selfplay(config: &RunConfig, net: &std::path::Path, games: u32) -> Result<capa_rundir::SelfPlayWork> {
+    capa_rules::for_game!(config.game.name, G => bench_game::<G>(config, net, games))
+}
+
+fn bench_game<G: NetGame>(config: &RunConfig, net: &std::path::Path, games: u32) -> Result<capa_rundir::SelfPlayWork> {
+    let inference = capa_net::Inference::load(net, config.device())
+        .with_context(|| format!("cannot load the network {}", net.display()))?;
+    let evaluator = CachedEvaluator::new(NetEvaluator::<G>::from_inference(&inference)?, config.selfplay.cache);
+    let settings = SelfPlaySettings::new(&config.selfplay, &config.game)?;
+    let bar = progress(u64::from(games), "self-play");
+    let stop = AtomicBool::new(false);
+    let stats = play::<G, _>(&evaluator, &settings, games, config.run.seed, "bench", &stop, None, |_, _| {
+        bar.inc(1);
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    Ok(crate::metrics::throughput(&stats, new_positions(config, &stats)))
 }
 
 /// Where the trainer's own games go, and how they are played.
@@ -158,8 +207,6 @@ fn play_locally<G: NetGame>(
         },
     )?;
     bar.finish_and_clear();
-    let (hits, lookups) = evaluator.hits();
-    tracing::info!("iteration {iteration}: the evaluation cache answered {hits} of {lookups} positions");
     dir.write(&keys::iteration_pgn(iteration), pgn.as_bytes())?;
     Ok((!stop.load(Ordering::Relaxed)).then_some((stats, written)))
 }
@@ -199,6 +246,7 @@ fn rebuild_buffer<G: NetGame>(
     };
     files.retain(|file| seen.contains(&file.key));
     let value = config.train.value_target();
+    // The window's largest size while filling: the first iteration sets its size.
     let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, value);
     let own = window_games::<G>(config, dir, &files)?;
     let own_positions: usize = own.iter().map(|r| r.plies.iter().filter(|p| value.trains_on(p)).count()).sum();
@@ -211,9 +259,12 @@ fn rebuild_buffer<G: NetGame>(
         let distill = &config.distill;
         read_teacher::<G>(&distill.data, distill.policy_target(), distill.holdout, |record, held| {
             if !held {
-                buffer.push_with_q_weight(record, distill.value_q_weight);
+                buffer.push_teacher(record, distill.value_q_weight);
             }
         })?;
+        // Those that left in the self-play iterations already committed.
+        let played = committed.saturating_sub(distill.epochs) as usize;
+        buffer.drop_teacher(distill.seed_leave.saturating_mul(played));
         tracing::info!(
             "replay buffer: {} positions of the teacher's games from {}",
             buffer.positions(),

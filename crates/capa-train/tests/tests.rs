@@ -30,7 +30,7 @@ games = 6
 simulations = 16
 parallel_sims = 2
 groups = 2
-resign_threshold = 0.05
+resign_loss = 0.95
 
 [buffer]
 window = 2000
