@@ -346,15 +346,18 @@ pub struct Probe {
 /// One iteration's curriculum games, from the network's side.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CurriculumReport {
-    /// The engine's `UCI_Elo` during the iteration.
+    /// The engine's `UCI_Elo` during the iteration, or its ladder rung's Elo.
     pub elo: i64,
+    /// The ladder rung played (`curriculum.ladder`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rung: Option<String>,
     /// Games the network won against it.
     pub wins: u32,
     /// Draws.
     pub draws: u32,
     /// Losses.
     pub losses: u32,
-    /// The `UCI_Elo` for the next iteration.
+    /// The `UCI_Elo` (or rung Elo) for the next iteration.
     pub next_elo: i64,
 }
 

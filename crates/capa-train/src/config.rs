@@ -591,11 +591,17 @@ pub struct CurriculumSection {
     pub step: i64,
     /// Its nodes per move (`go nodes`).
     pub nodes: u64,
+    /// A calibrated ladder file whose rungs are the opponent instead of
+    /// `engine`, so that the curriculum can start below the engine's
+    /// weakest `UCI_Elo`: from the rung nearest `elo`, a rung up or down
+    /// after each iteration; `engine`, `step` and `nodes` do not apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<PathBuf>,
 }
 
 impl Default for CurriculumSection {
     fn default() -> CurriculumSection {
-        CurriculumSection { engine: String::new(), fraction: 0.25, elo: 1350, step: 50, nodes: 10_000 }
+        CurriculumSection { engine: String::new(), fraction: 0.25, elo: 1350, step: 50, nodes: 10_000, ladder: None }
     }
 }
 
@@ -977,6 +983,11 @@ impl RunConfig {
             ("curriculum.fraction", (0.0..=1.0).contains(&self.curriculum.fraction), "must be in [0, 1]"),
             ("curriculum.step", (0..=1000).contains(&self.curriculum.step), "must be 0 to 1000"),
             ("curriculum.nodes", self.curriculum.nodes >= 1, "must be at least 1"),
+            (
+                "curriculum.ladder",
+                self.curriculum.ladder.is_none() || self.curriculum.engine.trim().is_empty(),
+                "takes the place of curriculum.engine: set one of them",
+            ),
             (
                 "distill.data",
                 !self.distills() || !self.distill.data.as_os_str().is_empty(),

@@ -85,7 +85,11 @@ pub fn throughput(stats: &SelfPlayStats, positions: usize) -> SelfPlayWork {
 /// A self-play iteration's summary on stderr.
 pub(crate) fn summary(line: &MetricsLine, work: &SelfPlayWork) -> String {
     let curriculum = line.curriculum.as_ref().map_or_else(String::new, |c| {
-        format!("; vs engine at UCI_Elo {}: +{} ={} -{}, next {}", c.elo, c.wins, c.draws, c.losses, c.next_elo)
+        let level = match &c.rung {
+            Some(rung) => format!("ladder rung {rung} ({})", c.elo),
+            None => format!("UCI_Elo {}", c.elo),
+        };
+        format!("; vs engine at {level}: +{} ={} -{}, next {}", c.wins, c.draws, c.losses, c.next_elo)
     });
     let eval = line.eval.as_ref().map_or_else(String::new, |e| format!("; {}", evaluate::summary(e)));
     format!(

@@ -65,7 +65,7 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         };
         let new_positions = new_positions(config, &stats);
         positions_made += new_positions as u64;
-        let curriculum_report = curriculum.as_mut().map(Curriculum::end_iteration).transpose()?;
+        let curriculum_report = curriculum.as_mut().map(Curriculum::end_iteration::<G>).transpose()?;
         let selfplay_seconds = started.elapsed().as_secs_f64();
 
         // Training.

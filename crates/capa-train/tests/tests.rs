@@ -824,6 +824,14 @@ fn a_curriculum_plays_fairy_stockfish_and_moves_its_level() {
     }
     let bad = train_expecting_failure(&config, &dir.join("bad-run"), &["curriculum.engine=/no/such/engine"]);
     assert!(bad.contains("/no/such/engine"), "{bad}");
+    // On a ladder's rungs, from the one nearest curriculum.elo: below the engine's weakest UCI_Elo.
+    let ladder = dir.join("ladder.toml");
+    std::fs::write(&ladder, LADDER.replace("ENGINE", &engine.display().to_string())).unwrap();
+    let ladder_set = format!("curriculum.ladder={}", ladder.display());
+    let sets = [ladder_set.as_str(), "curriculum.fraction=1", "curriculum.elo=600", "run.iterations=1"];
+    let output = train(&config, &dir.join("ladder-run"), &sets);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("vs engine at ladder rung bottom (500)"), "{log}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
