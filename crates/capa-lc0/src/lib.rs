@@ -5,7 +5,8 @@
 //! with an engine, rescoring against Syzygy tables, deduplication and
 //! packing into the tar chunks Lc0's training runs ship as (`capa lc0`);
 //! and the reading side for training: V6 files and archives streamed
-//! through reader threads and a shuffle buffer as samples.
+//! through reader threads and a shuffle buffer as samples. [`weights`]:
+//! Lc0's network weights file (`.pb.gz`).
 
 #![deny(missing_docs)]
 
@@ -23,6 +24,7 @@ mod rescore;
 mod sample;
 mod stream;
 mod wdl;
+pub mod weights;
 
 use std::collections::BTreeMap;
 use std::io;

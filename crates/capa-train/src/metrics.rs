@@ -149,6 +149,18 @@ pub(crate) fn warnings(config: &RunConfig, line: &MetricsLine, work: &SelfPlayWo
             }
         ));
     }
+    // AlphaGo Zero kept false resignations below 5%, checked on the games
+    // played out; a few games say nothing yet.
+    let wrong = work.resign_wrong as f64 / work.resign_checked.max(1) as f64;
+    if work.resign_checked >= 10 && wrong > 0.05 {
+        warnings.push(format!(
+            "{} of {} games played out past a resignation were not lost ({:.0}%, above 5%): \
+             raise selfplay.resign_loss",
+            work.resign_wrong,
+            work.resign_checked,
+            100.0 * wrong
+        ));
+    }
     // While the window fills nothing leaves it, and its oldest positions
     // are drawn far more often than the plan says.
     if work.passes_oldest > 7.0 {
