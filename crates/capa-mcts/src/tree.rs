@@ -13,7 +13,7 @@ use capa_rules::{Game, GameResult, History, MoveList, Outcome, Termination};
 
 use crate::SearchError;
 use crate::evaluator::{Evaluations, HISTORY_LEN, LeafRequest};
-use crate::gumbel::{GumbelRoot, improved_policy, logit, mixed_value, sigma, unit_q};
+use crate::gumbel::{Candidate, GumbelParams, GumbelRoot, improved_policy, logit, mixed_value, sigma, unit_q};
 use crate::node::{Arena, Edge, NONE, Node, compress_prior};
 use crate::params::SearchParams;
 use crate::result::{GumbelOutcome, SearchResult, SearchSummary, StopReason};
@@ -101,6 +101,29 @@ fn earlier_occurrences(hashes: &[u64], index: usize, halfmove_clock: u32) -> imp
     let window = (halfmove_clock as usize).min(index);
     let hash = hashes[index];
     (2..=window).step_by(2).map(move |back| index - back).filter(move |&earlier| hashes[earlier] == hash)
+}
+
+/// A Gumbel root's view of the root moves, in edge order.
+struct RootScores {
+    /// The packed moves.
+    moves: Vec<u16>,
+    /// Their logits (the priors' logarithms).
+    logits: Vec<f32>,
+    /// Their completed Q, in `[0, 1]`.
+    completed: Vec<f32>,
+    /// The most visits of any root move.
+    max_visits: u32,
+}
+
+impl RootScores {
+    fn index_of(&self, mv: u16) -> usize {
+        self.moves.iter().position(|&m| m == mv).expect("a root move")
+    }
+
+    /// σ of the move's completed Q.
+    fn sigma(&self, mv: u16, params: &GumbelParams) -> f32 {
+        sigma(self.completed[self.index_of(mv)], self.max_visits, params)
+    }
 }
 
 /// Per-search progress.
@@ -831,30 +854,27 @@ impl<G: Game> Tree<G> {
         self.gumbel = Some(GumbelRoot::new(moves, budget, -root.wl, &params, &mut self.rng));
     }
 
-    /// Each root move's (packed move, prior, visits, Q for the side to
-    /// move at the root, proven), in edge order.
-    fn root_moves(&self) -> Vec<(u16, f32, u32, f32, bool)> {
+    /// The root moves as the Gumbel root scores them, in edge order.
+    fn root_scores(&self, raw_value: f32) -> RootScores {
         let edges = self.arena.edges(self.root);
-        (0..edges.len())
-            .map(|i| {
-                let (mv, prior) = (edges[i].mv, edges[i].prior());
-                match self.arena.child(self.root, i) {
-                    NONE => (mv, prior, 0, 0.0, false),
-                    c => {
-                        let node = &self.arena.nodes[c as usize];
-                        let q = if node.is_proven() { node.proven_value().0 } else { node.wl };
-                        (mv, prior, node.n, q, node.is_proven())
-                    }
+        // (prior, visits, Q for the side to move at the root, proven)
+        let stats: Vec<(f32, u32, f32, bool)> = (0..edges.len())
+            .map(|i| match self.arena.child(self.root, i) {
+                NONE => (edges[i].prior(), 0, 0.0, false),
+                c => {
+                    let node = &self.arena.nodes[c as usize];
+                    let q = if node.is_proven() { node.proven_value().0 } else { node.wl };
+                    (edges[i].prior(), node.n, q, node.is_proven())
                 }
             })
-            .collect()
-    }
-
-    /// Completed Q in `[0, 1]` of the root moves `root_moves()` gives: a
-    /// move's own Q once visited or proven, the mixed value otherwise.
-    fn completed_q(&self, moves: &[(u16, f32, u32, f32, bool)], raw_value: f32) -> Vec<f32> {
-        let mixed = mixed_value(raw_value, moves.iter().map(|&(_, prior, n, q, _)| (prior, n, q)));
-        moves.iter().map(|&(_, _, n, q, proven)| unit_q(if n > 0 || proven { q } else { mixed })).collect()
+            .collect();
+        let mixed = mixed_value(raw_value, stats.iter().map(|&(prior, n, q, _)| (prior, n, q)));
+        RootScores {
+            moves: edges.iter().map(|e| e.mv).collect(),
+            logits: stats.iter().map(|s| logit(s.0)).collect(),
+            completed: stats.iter().map(|&(_, n, q, proven)| unit_q(if n > 0 || proven { q } else { mixed })).collect(),
+            max_visits: stats.iter().map(|s| s.1).max().unwrap_or(0),
+        }
     }
 
     /// The root move of the next selection by sequential halving: the
@@ -865,13 +885,10 @@ impl<G: Game> Tree<G> {
     fn select_gumbel_edge(&mut self) -> (usize, usize) {
         let gumbel = self.gumbel.as_ref().expect("a Gumbel root");
         let params = self.params.gumbel.expect("Gumbel parameters");
-        let moves = self.root_moves();
-        let completed = self.completed_q(&moves, gumbel.raw_value);
-        let max_visits = moves.iter().map(|m| m.2).max().unwrap_or(0);
-        let index_of = |mv: u16| moves.iter().position(|m| m.0 == mv).expect("candidates are root moves");
-        let score = |c: &crate::gumbel::Candidate| sigma(completed[index_of(c.mv)], max_visits, &params);
-        let required = gumbel.required_visits();
-        let candidate = required
+        let scores = self.root_scores(gumbel.raw_value);
+        let score = |c: &Candidate| scores.sigma(c.mv, &params);
+        let candidate = gumbel
+            .required_visits()
             .and_then(|level| gumbel.best(|c| c.visits == level, score))
             .or_else(|| {
                 let fewest = gumbel.candidates.iter().map(|c| c.visits).min()?;
@@ -880,11 +897,11 @@ impl<G: Game> Tree<G> {
             .expect("at least one candidate");
         let mv = gumbel.candidates[candidate].mv;
         self.gumbel.as_mut().expect("a Gumbel root").candidates[candidate].visits += 1;
-        let edge = index_of(mv);
+        let edge = scores.index_of(mv);
         if self.arena.child(self.root, edge) != NONE {
             return (candidate, edge);
         }
-        let first_childless = (0..moves.len()).find(|&i| self.arena.child(self.root, i) == NONE).unwrap_or(edge);
+        let first_childless = (0..edge).find(|&i| self.arena.child(self.root, i) == NONE).unwrap_or(edge);
         self.arena.edges_mut(self.root)[first_childless..=edge].rotate_right(1);
         (candidate, first_childless)
     }
@@ -894,7 +911,6 @@ impl<G: Game> Tree<G> {
     /// sequential halving.
     fn gumbel_outcome(&self, result: &SearchResult<G>) -> Option<GumbelOutcome<G>> {
         let params = self.params.gumbel?;
-        let position = self.history.current();
         let Some(gumbel) = &self.gumbel else {
             // No search (a forced move, or none yet): the prior, or uniform.
             let first = result.moves.first()?;
@@ -903,22 +919,16 @@ impl<G: Game> Tree<G> {
             let policy = result.moves.iter().map(|m| if total > 0.0 { m.prior / total } else { uniform }).collect();
             return Some(GumbelOutcome { policy, choice: first.mv });
         };
-        let moves = self.root_moves();
-        let completed = self.completed_q(&moves, gumbel.raw_value);
-        let max_visits = moves.iter().map(|m| m.2).max().unwrap_or(0);
-        let logits: Vec<f32> = moves.iter().map(|m| logit(m.1)).collect();
-        let policy = improved_policy(&logits, &completed, max_visits, &params);
-        let by_move = |mv: G::Move| moves.iter().position(|m| m.0 == G::pack_move(mv)).expect("a root move");
-        let policy = result.moves.iter().map(|m| policy[by_move(m.mv)]).collect();
-        let index_of = |mv: u16| moves.iter().position(|m| m.0 == mv).expect("candidates are root moves");
-        let survivors = gumbel.survivor_visits();
-        let score = |c: &crate::gumbel::Candidate| sigma(completed[index_of(c.mv)], max_visits, &params);
+        let scores = self.root_scores(gumbel.raw_value);
+        let policy = improved_policy(&scores.logits, &scores.completed, scores.max_visits, &params);
+        let policy = result.moves.iter().map(|m| policy[scores.index_of(G::pack_move(m.mv))]).collect();
         let best = result.best()?;
         let choice = if matches!(best.proof, crate::Proof::Win { .. }) {
             best.mv
         } else {
-            let survivor = gumbel.best(|c| c.visits == survivors, score)?;
-            position.unpack_move(gumbel.candidates[survivor].mv)
+            let survivors = gumbel.survivor_visits();
+            let survivor = gumbel.best(|c| c.visits == survivors, |c| scores.sigma(c.mv, &params))?;
+            self.history.current().unpack_move(gumbel.candidates[survivor].mv)
         };
         Some(GumbelOutcome { policy, choice })
     }
