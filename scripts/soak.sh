@@ -71,7 +71,7 @@ games = 12
 simulations = 24
 parallel_sims = 2
 groups = 1
-resign_threshold = 0.05
+resign_loss = 0.95
 
 [buffer]
 window = 4000
