@@ -158,6 +158,34 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+    /// lc0 itself as the oracle of an exported network (`capa net
+    /// export-lc0`): positions from real games (every `--every`-th ply of
+    /// the PGN files, each with its moves from the start) go to lc0 with the
+    /// weights file and to `capa uci` with the network it came from, both at
+    /// `go nodes 1` with VerboseMoveStats (lc0's policy temperature set to
+    /// 1, as capa's); every legal move's prior and the network's value are
+    /// compared. benches/lc0_interop.sh builds lc0 and runs it.
+    ///
+    /// Prints a last line `positions N moves M max_policy_pp P max_value V
+    /// max_draw D` (the largest differences: prior in percentage points,
+    /// win minus loss, draw probability).
+    Lc0Agreement {
+        /// The lc0 command, with its weights: `lc0 --weights=net.pb.gz --backend=blas`.
+        #[arg(long)]
+        lc0: String,
+        /// The capa network the weights file was exported from.
+        #[arg(long)]
+        net: PathBuf,
+        /// PGN files of chess games (`.pgn` or `.pgn.gz`).
+        #[arg(long, required = true, num_args = 1..)]
+        pgn: Vec<PathBuf>,
+        /// Positions to compare.
+        #[arg(long, default_value_t = 1000)]
+        positions: usize,
+        /// Take every this many plies of each game.
+        #[arg(long, default_value_t = 7)]
+        every: usize,
+    },
     /// The opening explorer (`capa gui`): generates games (random moves,
     /// skewed towards the first ones generated so that some lines are
     /// popular), indexes them, then times lookups of positions from the
@@ -249,6 +277,18 @@ impl BenchCommand {
                 config.validate()?;
                 println!("device {}", device.spec().describe());
                 NetBench { config, batch: batch as usize, seconds, device: device.spec() }.run()
+            }
+            BenchCommand::Lc0Agreement { lc0, net, pgn, positions, every } => {
+                let started = Instant::now();
+                let a = crate::lc0_agreement::compare(&lc0, &net, &pgn, positions, every)?;
+                eprintln!("{} positions compared in {:.0} s", a.positions, started.elapsed().as_secs_f64());
+                eprintln!("largest policy difference at {}", a.policy_at);
+                eprintln!("largest value difference at {}", a.value_at);
+                println!(
+                    "positions {} moves {} max_policy_pp {:.3} max_value {:.5} max_draw {:.5}",
+                    a.positions, a.moves, a.policy_pp, a.value, a.draw
+                );
+                Ok(())
             }
             BenchCommand::Explorer { variant, games, max_plies, queries, dir, seed, reuse } => {
                 let bench = crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, seed, reuse };

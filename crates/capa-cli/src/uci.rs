@@ -55,7 +55,8 @@ const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 /// The network decides the game (announced as `UCI_Variant`). Options:
 /// Threads (sizes the thread pool when the network first loads), MultiPV,
 /// UCI_ShowWDL, VerboseMoveStats (an `info string` per root move: prior,
-/// visits, Q, D, M), CPuct, Contempt (draw aversion, -1 to 1),
+/// visits, Q, D, M; then `node` with the root's visits, Q, D and M, which
+/// after `go nodes 1` are the network's own), CPuct, Contempt (draw aversion, -1 to 1),
 /// ProveMateInOne (a position where the side to move mates at once is
 /// proven lost for the side that moved into it; on by default),
 /// Temperature (0 plays the most visited move), MinibatchSize (leaves
@@ -639,6 +640,8 @@ impl Search {
 /// root noise), the visits, and the mean values after it for the side to
 /// move. It shows why a move was searched or left alone.
 fn move_stats<G: Game>(result: &SearchResult<G>) -> Vec<String> {
+    let node =
+        format!("info string node visits {} q {:.5} d {:.5} m {:.1}", result.visits, result.q, result.d, result.m);
     result
         .moves
         .iter()
@@ -657,6 +660,7 @@ fn move_stats<G: Game>(result: &SearchResult<G>) -> Vec<String> {
                 m.m
             )
         })
+        .chain([node])
         .collect()
 }
 

@@ -310,7 +310,8 @@ impl Layer {
         let params = values
             .iter()
             .flat_map(|&v| {
-                let step = if range > 0.0 { ((v - min) / range * 65535.0).round().clamp(0.0, 65535.0) } else { 0.0 };
+                // A single negative value spans 0 down to itself: a negative range.
+                let step = if range != 0.0 { ((v - min) / range * 65535.0).round().clamp(0.0, 65535.0) } else { 0.0 };
                 (step as u16).to_le_bytes()
             })
             .collect();
@@ -463,7 +464,9 @@ mod tests {
         // A constant layer, and lczero-training's rule for one number.
         assert_eq!(Layer::linear16(&[2.5, 2.5]).values("c").unwrap(), [2.5, 2.5]);
         assert_eq!(Layer::linear16(&[0.0]).values("z").unwrap(), [0.0]);
-        assert_eq!(Layer::linear16(&[-4.0]).values("n").unwrap(), [0.0], "lczero-training's rule for one number");
+        // One negative number spans 0 down to itself (lczero-training's
+        // `fill_layer_v2` divides by the negative range), and comes back whole.
+        assert_eq!(Layer::linear16(&[-4.0]).values("n").unwrap(), [-4.0]);
     }
 
     #[test]

@@ -164,6 +164,54 @@ pub fn slim_net(input: &Path, output: &Path, precision: Precision) -> Result<Net
     read_net_info(output)
 }
 
+/// The weights a network file or checkpoint plays with (a checkpoint's EMA
+/// weights where it holds them) by parameter name (`blocks.0.conv1.weight`),
+/// in f32, with the architecture: what a converter to another format reads.
+///
+/// # Errors
+/// As [`load_net`].
+pub fn read_net_weights(path: &Path) -> Result<(NetConfig, Tensors), NetError> {
+    let NetFile { tensors, config, .. } = read(path)?;
+    let group = if tensors.keys().any(|name| name.starts_with("ema.")) { "ema." } else { "net." };
+    let weights = tensors
+        .into_iter()
+        .filter_map(|(name, stored)| Some((name.strip_prefix(group)?.to_string(), stored)))
+        .collect();
+    Ok((config, weights))
+}
+
+/// Writes a network file of architecture `config` from its weights by
+/// parameter name (what [`read_net_weights`] returns), after checking them
+/// against the architecture: every parameter present with its shape, and
+/// no other.
+///
+/// # Errors
+/// [`NetError::Config`] for an architecture that does not validate,
+/// [`NetError::Mismatch`] listing the weights that do not fit it,
+/// [`NetError::Io`] when the file cannot be written.
+#[cfg(feature = "flex")]
+pub fn write_net_weights(config: &NetConfig, weights: &Tensors, path: &Path) -> Result<(), NetError> {
+    config.validate()?;
+    let mut wanted = Tensors::new();
+    collect(&Net::<burn::backend::Flex>::new(config, &Default::default()), "", &mut wanted);
+    let mut problems: Vec<String> = Vec::new();
+    for (name, stored) in &wanted {
+        match weights.get(name) {
+            None => problems.push(format!("missing {name} {:?}", stored.shape)),
+            Some(given) if given.shape != stored.shape || given.values.len() != stored.values.len() => {
+                problems.push(format!("{name}: given {:?}, the architecture wants {:?}", given.shape, stored.shape))
+            }
+            Some(_) => {}
+        }
+    }
+    problems.extend(weights.keys().filter(|name| !wanted.contains_key(*name)).map(|name| format!("unexpected {name}")));
+    if !problems.is_empty() {
+        return Err(NetError::Mismatch { what: path.display().to_string(), problems });
+    }
+    let named = weights.iter().map(|(name, stored)| (format!("net.{name}"), stored.clone())).collect();
+    write_atomically(path, &to_bytes(&named, metadata(config), Precision::F32)?)
+}
+
 /// Writes `net` as a network file.
 ///
 /// # Errors

@@ -26,6 +26,14 @@ pub const MOVES_LEFT_HIDDEN: usize = 128;
 pub struct NetConfig {
     /// The game: input planes, board size and policy width follow from it.
     pub game: GameKind,
+    /// capa's own network, or the SE-ResNet that Lc0's weights file
+    /// describes (chess only; `capa net export-lc0` writes it for lc0).
+    #[serde(default)]
+    pub family: NetFamily,
+    /// The activation of an [`NetFamily::Lc0`] network (capa's own is
+    /// Mish throughout).
+    #[serde(default)]
+    pub activation: Activation,
     /// Channels of the residual tower, and the transformer's model width.
     pub channels: usize,
     /// Residual blocks (conv, GroupNorm, Mish, conv, GroupNorm, SE).
@@ -75,6 +83,35 @@ pub struct NetConfig {
     /// Hidden width of the value head.
     #[serde(default = "default_value_hidden")]
     pub value_hidden: usize,
+}
+
+/// Which network the architecture describes.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetFamily {
+    /// capa's: GroupNorm after each convolution, Mish, squeeze-excitation
+    /// with a scale and a bias, transformer blocks after the residual tower.
+    #[default]
+    Capa,
+    /// Lc0's classical SE-ResNet, as its weights file describes it:
+    /// convolutions with biases and no normalisation (what lc0 runs once
+    /// it has folded batch normalisation), Lc0's squeeze-excitation, the
+    /// 3x3 convolutional policy head, the WDL and moves-left heads. No
+    /// transformer blocks; the future-move head is capa's training aid and
+    /// stays out of an export.
+    Lc0,
+}
+
+/// The activation of an [`NetFamily::Lc0`] network: Lc0's
+/// `default_activation`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// `x tanh(softplus(x))` (lc0 0.29 and later).
+    #[default]
+    Mish,
+    /// `max(x, 0)`.
+    Relu,
 }
 
 /// The transformer's feed-forward.
@@ -148,6 +185,8 @@ impl NetConfig {
     pub fn small(game: GameKind) -> NetConfig {
         NetConfig {
             game,
+            family: NetFamily::Capa,
+            activation: Activation::Mish,
             channels: 64,
             blocks: 4,
             se_ratio: default_se_ratio(),
@@ -173,7 +212,20 @@ impl NetConfig {
         NetConfig { channels: 256, blocks: 15, transformer_blocks: 4, heads: 8, ..NetConfig::small(game) }
     }
 
-    /// The configuration named `name` (`small` or `typical`).
+    /// Lc0's classical SE-ResNet ([`NetFamily::Lc0`]) for chess: 64
+    /// channels, 6 blocks, SE ratio 4, Mish. Lc0's own networks are wider
+    /// and deeper (`channels`, `blocks`).
+    pub fn lc0(game: GameKind) -> NetConfig {
+        NetConfig {
+            family: NetFamily::Lc0,
+            blocks: 6,
+            transformer_blocks: 0,
+            policy_head: PolicyHeadKind::Conv,
+            ..NetConfig::small(game)
+        }
+    }
+
+    /// The configuration named `name` (`small`, `typical` or `lc0`).
     ///
     /// # Errors
     /// [`NetError::Config`] for any other name.
@@ -181,7 +233,8 @@ impl NetConfig {
         match name {
             "small" => Ok(NetConfig::small(game)),
             "typical" => Ok(NetConfig::typical(game)),
-            other => Err(NetError::Config(format!("no preset named `{other}`: use `small` or `typical`"))),
+            "lc0" => Ok(NetConfig::lc0(game)),
+            other => Err(NetError::Config(format!("no preset named `{other}`: use `small`, `typical` or `lc0`"))),
         }
     }
 
@@ -190,9 +243,14 @@ impl NetConfig {
         let (c, game) = (self.channels, self.game);
         let (squares, policy) = (game.squares(), game.policy_size());
         let linear = |inputs: usize, outputs: usize| inputs * outputs + outputs;
-        let norm = 2 * c;
+        // A GroupNorm's scale and shift, or an Lc0 convolution's bias.
+        let norm = match self.family {
+            NetFamily::Capa => 2 * c,
+            NetFamily::Lc0 => c,
+        };
         let bottleneck = c / self.se_ratio.max(1);
         let block = 2 * (9 * c * c + norm) + linear(c, bottleneck) + linear(bottleneck, 2 * c);
+        let policy_kernel = self.policy_kernel() * self.policy_kernel();
         let width = c * self.ffn_multiplier;
         let offsets = (2 * game.ranks() - 1) * (2 * game.files() - 1);
         let token_norm = match self.norm {
@@ -210,7 +268,10 @@ impl NetConfig {
         let position_embedding = if self.position_embedding { squares * c } else { 0 };
         let policy_head = match self.policy_head {
             PolicyHeadKind::Dense => linear(c, POLICY_CHANNELS) + linear(POLICY_CHANNELS * squares, policy),
-            PolicyHeadKind::Conv => linear(c, c) + linear(c, game.policy_map().map_or(0, PolicyMap::move_planes)),
+            PolicyHeadKind::Conv => {
+                linear(policy_kernel * c, c)
+                    + linear(policy_kernel * c, game.policy_map().map_or(0, PolicyMap::move_planes))
+            }
         };
         let scalar_head = |channels: usize, hidden: usize, outputs: usize| {
             linear(c, channels) + linear(channels * squares, hidden) + linear(hidden, outputs)
@@ -233,6 +294,7 @@ impl NetConfig {
         let (c, game) = (self.channels as f64, self.game);
         let (squares, policy) = (game.squares() as f64, game.policy_size() as f64);
         let per_square = |inputs: f64, outputs: f64| 2.0 * inputs * outputs * squares;
+        let policy_kernel = (self.policy_kernel() * self.policy_kernel()) as f64;
         let bottleneck = c / self.se_ratio.max(1) as f64;
         let block = 2.0 * per_square(9.0 * c, c) + 2.0 * (c * bottleneck + bottleneck * 2.0 * c);
         let width = c * self.ffn_multiplier as f64;
@@ -247,7 +309,8 @@ impl NetConfig {
                 per_square(c, POLICY_CHANNELS as f64) + 2.0 * POLICY_CHANNELS as f64 * squares * policy
             }
             PolicyHeadKind::Conv => {
-                per_square(c, c) + per_square(c, game.policy_map().map_or(0, PolicyMap::move_planes) as f64)
+                per_square(policy_kernel * c, c)
+                    + per_square(policy_kernel * c, game.policy_map().map_or(0, PolicyMap::move_planes) as f64)
             }
         };
         let scalar_head = |channels: usize, hidden: usize, outputs: f64| {
@@ -260,6 +323,15 @@ impl NetConfig {
             + policy_head
             + scalar_head(self.value_channels, self.value_hidden, 3.0)
             + scalar_head(MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, 1.0)
+    }
+
+    /// The convolutional policy head's kernel: 1x1 in capa's family, 3x3
+    /// in Lc0's.
+    pub fn policy_kernel(&self) -> usize {
+        match self.family {
+            NetFamily::Capa => 1,
+            NetFamily::Lc0 => 3,
+        }
     }
 
     /// Checks that the numbers fit together.
@@ -300,6 +372,22 @@ impl NetConfig {
                 "policy_head = \"conv\" draws a chess game's move planes; {} networks use policy_head = \"dense\"",
                 self.game.name()
             ));
+        }
+        if self.family == NetFamily::Lc0 {
+            if self.game != GameKind::Chess {
+                return fail(format!(
+                    "family = \"lc0\" is Lc0's chess network; {} networks use capa's family",
+                    self.game.name()
+                ));
+            }
+            if self.transformer_blocks != 0 || self.policy_head != PolicyHeadKind::Conv {
+                return fail(
+                    "family = \"lc0\" is Lc0's classical SE-ResNet: transformer_blocks = 0 and policy_head = \"conv\""
+                        .to_string(),
+                );
+            }
+        } else if self.activation != Activation::Mish {
+            return fail("activation = \"relu\" is for family = \"lc0\"; capa's family uses Mish".to_string());
         }
         if self.transformer_blocks == 0 {
             let transformer_options = [

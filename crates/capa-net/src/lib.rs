@@ -34,11 +34,16 @@ mod wgpu_adapter;
 
 pub use adamw::AdamWStep;
 pub use backend::{BackendTask, with_backend};
+#[cfg(feature = "flex")]
+pub use checkpoint::write_net_weights;
 pub use checkpoint::{
-    NetFileInfo, load_checkpoint, load_net, load_net_into, net_bytes, read_net_config, read_net_info, save_checkpoint,
-    save_net, slim_net,
+    NetFileInfo, load_checkpoint, load_net, load_net_into, net_bytes, read_net_config, read_net_info, read_net_weights,
+    save_checkpoint, save_net, slim_net,
 };
-pub use config::{FfnKind, NetConfig, NormKind, PolicyHeadKind, input_planes};
+pub use config::{
+    Activation, FfnKind, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, NetConfig, NetFamily, NormKind, PolicyHeadKind,
+    input_planes,
+};
 pub use device::{BackendKind, DeviceSpec};
 pub use encode::{NetGame, encode_batch};
 pub use erased::{BatchLosses, HostBatch, Inference, Start, Training};
@@ -48,6 +53,7 @@ pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
 pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
 pub use ops::{CapaAutodiffBackend, CapaBackend, mish};
 pub use precision::Precision;
+pub use store::{Stored, Tensors};
 pub use threads::HostOutput;
 pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 

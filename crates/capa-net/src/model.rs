@@ -7,15 +7,21 @@
 //!        -> [TransformerBlock] x transformer_blocks
 //!        -> policy | WDL | moves-left | future move
 //! ```
+//!
+//! Lc0's family ([`NetFamily::Lc0`]) is the same tower without the
+//! normalisation: its convolutions have biases, its activation is Mish or
+//! ReLU, its policy head's convolutions are 3x3, and its moves-left head
+//! ends in a ReLU, as lc0 computes them.
 
 use burn::module::{ModuleMapper, ModuleVisitor, Param};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
-use burn::tensor::activation::{sigmoid, silu, softplus};
+use burn::tensor::activation::{relu, sigmoid, silu, softplus};
 use burn::tensor::{DType, FloatDType};
 
 use crate::config::{
-    FfnKind, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, NetConfig, NormKind, POLICY_CHANNELS, PolicyHeadKind,
+    Activation, FfnKind, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, NetConfig, NetFamily, NormKind, POLICY_CHANNELS,
+    PolicyHeadKind,
 };
 use crate::ops::{
     CapaBackend, biased_attention, channel_moments, conv_same, dense, layer_norm, mish, rms_norm, scale_shift_mish,
@@ -67,18 +73,36 @@ impl<B: CapaBackend> Conv<B> {
     }
 }
 
-fn conv3x3<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
-    Conv::new(inputs, outputs, 3, false, device)
+/// A tower's 3x3 convolution: without a bias before capa's GroupNorm, with
+/// one in Lc0's family (which has no normalisation after it).
+fn conv3x3<B: CapaBackend>(inputs: usize, outputs: usize, family: NetFamily, device: &B::Device) -> Conv<B> {
+    Conv::new(inputs, outputs, 3, family == NetFamily::Lc0, device)
+}
+
+/// A 3x3 convolution with a bias that an activation follows and no
+/// normalisation (Lc0's family): He's initialisation keeps the scale of its
+/// input through the activation.
+fn activated_conv3x3<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
+    let initializer = Initializer::KaimingUniform { gain: 2f64.sqrt(), fan_out_only: false };
+    Conv::with_initializer(inputs, outputs, 3, true, initializer, device)
+}
+
+/// The activation `activation` of `x`.
+fn activate<B: CapaBackend, const D: usize>(activation: Activation, x: Tensor<B, D>) -> Tensor<B, D> {
+    match activation {
+        Activation::Mish => mish(x),
+        Activation::Relu => relu(x),
+    }
 }
 
 fn conv1x1<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
     Conv::new(inputs, outputs, 1, true, device)
 }
 
-/// A 1x1 convolution that is an output layer: it starts as small as
+/// A convolution that is an output layer: it starts as small as
 /// [`output_layer`].
-fn output_conv<B: CapaBackend>(inputs: usize, outputs: usize, device: &B::Device) -> Conv<B> {
-    Conv::with_initializer(inputs, outputs, 1, true, Initializer::XavierUniform { gain: OUTPUT_GAIN }, device)
+fn output_conv<B: CapaBackend>(inputs: usize, outputs: usize, kernel: usize, device: &B::Device) -> Conv<B> {
+    Conv::with_initializer(inputs, outputs, kernel, true, Initializer::XavierUniform { gain: OUTPUT_GAIN }, device)
 }
 
 fn output_layer<B: Backend>(inputs: usize, outputs: usize, device: &B::Device) -> Linear<B> {
@@ -156,7 +180,7 @@ impl<B: CapaBackend> GroupNorm<B> {
 }
 
 /// Squeeze-excitation: the mean of each channel over the board becomes a
-/// per-channel scale (through a sigmoid) and bias.
+/// per-channel scale (through a sigmoid) and bias (Lc0's SE unit too).
 #[derive(Module, Debug)]
 pub struct SqueezeExcitation<B: Backend> {
     squeeze: Linear<B>,
@@ -172,45 +196,71 @@ impl<B: CapaBackend> SqueezeExcitation<B> {
     }
 
     /// The scale and bias, `[batch, channels]` each, for channel means `pooled`.
-    fn excitation(&self, pooled: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    fn excitation(&self, pooled: Tensor<B, 2>, activation: Activation) -> (Tensor<B, 2>, Tensor<B, 2>) {
         let channels = pooled.dims()[1];
-        let excitation = dense(&self.excite, mish(dense(&self.squeeze, pooled)));
+        let excitation = dense(&self.excite, activate(activation, dense(&self.squeeze, pooled)));
         (sigmoid(excitation.clone().narrow(1, 0, channels)), excitation.narrow(1, channels, channels))
     }
 }
 
-/// conv -> GN -> Mish -> conv -> GN -> SE -> + input -> Mish.
+/// conv -> GN -> Mish -> conv -> GN -> SE -> + input -> Mish; in Lc0's
+/// family conv -> act -> conv -> SE -> + input -> act.
 #[derive(Module, Debug)]
 pub struct ResBlock<B: Backend> {
     conv1: Conv<B>,
-    norm1: GroupNorm<B>,
+    norm1: Option<GroupNorm<B>>,
     conv2: Conv<B>,
-    norm2: GroupNorm<B>,
+    norm2: Option<GroupNorm<B>>,
     se: SqueezeExcitation<B>,
+    #[module(skip)]
+    activation: Activation,
 }
 
 impl<B: CapaBackend> ResBlock<B> {
     fn new(config: &NetConfig, device: &B::Device) -> Self {
         let channels = config.channels;
+        let norm = || (config.family == NetFamily::Capa).then(|| GroupNorm::new(config.groups, channels, device));
         ResBlock {
-            conv1: conv3x3(channels, channels, device),
-            norm1: GroupNorm::new(config.groups, channels, device),
-            conv2: conv3x3(channels, channels, device),
-            norm2: GroupNorm::new(config.groups, channels, device),
+            conv1: match config.family {
+                NetFamily::Capa => conv3x3(channels, channels, config.family, device),
+                NetFamily::Lc0 => activated_conv3x3(channels, channels, device),
+            },
+            norm1: norm(),
+            conv2: conv3x3(channels, channels, config.family, device),
+            norm2: norm(),
             se: SqueezeExcitation::new(channels, config.se_ratio, device),
+            activation: config.activation,
         }
     }
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let h = self.norm1.forward_mish(self.conv1.forward(x.clone()));
+        let (Some(norm1), Some(norm2)) = (&self.norm1, &self.norm2) else {
+            return self.forward_unnormalised(x);
+        };
+        let h = norm1.forward_mish(self.conv1.forward(x.clone()));
         let h = self.conv2.forward(h);
         // The SE pools GN2's output: its channel means follow from the
         // coefficients, so GN2, the SE's scale and its bias fold into one
         // multiply-add over the activations.
-        let norm = self.norm2.coefficients(&h);
+        let norm = norm2.coefficients(&h);
         let pooled = norm.channel_mean * norm.scale.clone() + norm.shift.clone();
-        let (se_scale, se_bias) = self.se.excitation(pooled);
+        let (se_scale, se_bias) = self.se.excitation(pooled, Activation::Mish);
         scale_shift_mish(h, norm.scale * se_scale.clone(), norm.shift * se_scale + se_bias, Some(x))
+    }
+
+    /// Lc0's block: the SE pools conv2's output (its bias included).
+    fn forward_unnormalised(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let h = self.conv2.forward(activate(self.activation, self.conv1.forward(x.clone())));
+        let [batch, channels, _, _] = h.dims();
+        let pooled = h.clone().mean_dim(3).mean_dim(2).reshape([batch, channels]);
+        let (se_scale, se_bias) = self.se.excitation(pooled, self.activation);
+        match self.activation {
+            Activation::Mish => scale_shift_mish(h, se_scale, se_bias, Some(x)),
+            Activation::Relu => {
+                let per_channel = |t: Tensor<B, 2>| t.reshape([batch, channels, 1, 1]);
+                relu(h * per_channel(se_scale) + per_channel(se_bias) + x)
+            }
+        }
     }
 }
 
@@ -349,7 +399,8 @@ pub fn relative_positions<B: Backend>(ranks: usize, files: usize, device: &B::De
 /// The policy and future-move head: 1x1 conv -> Mish -> flatten -> linear
 /// ([`PolicyHeadKind::Dense`]), or 1x1 conv -> Mish -> 1x1 conv to move
 /// planes -> each move's logit gathered at its from-square
-/// ([`PolicyHeadKind::Conv`]).
+/// ([`PolicyHeadKind::Conv`]; 3x3 convolutions and Lc0's activation in
+/// Lc0's family).
 #[derive(Module, Debug)]
 pub struct PolicyHead<B: Backend> {
     conv: Conv<B>,
@@ -360,6 +411,8 @@ pub struct PolicyHead<B: Backend> {
     /// Where each move's logit lies in the flattened move planes.
     #[module(skip)]
     gather: Vec<i64>,
+    #[module(skip)]
+    activation: Activation,
 }
 
 impl<B: CapaBackend> PolicyHead<B> {
@@ -371,21 +424,27 @@ impl<B: CapaBackend> PolicyHead<B> {
                 out: Some(output_layer(POLICY_CHANNELS * game.squares(), game.policy_size(), device)),
                 planes: None,
                 gather: Vec::new(),
+                activation: config.activation,
             },
             PolicyHeadKind::Conv => {
                 let map = game.policy_map().expect("NetConfig::validate keeps the conv head to chess games");
+                let kernel = config.policy_kernel();
                 PolicyHead {
-                    conv: conv1x1(channels, channels, device),
+                    conv: match config.family {
+                        NetFamily::Capa => conv1x1(channels, channels, device),
+                        NetFamily::Lc0 => activated_conv3x3(channels, channels, device),
+                    },
                     out: None,
-                    planes: Some(output_conv(channels, map.move_planes(), device)),
+                    planes: Some(output_conv(channels, map.move_planes(), kernel, device)),
                     gather: map.move_plane_indices().into_iter().map(|i| i as i64).collect(),
+                    activation: config.activation,
                 }
             }
         }
     }
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
-        let hidden = mish(self.conv.forward(x));
+        let hidden = activate(self.activation, self.conv.forward(x));
         match (&self.out, &self.planes) {
             (Some(out), _) => dense(out, hidden.flatten(1, 3)),
             (None, Some(planes)) => {
@@ -398,12 +457,15 @@ impl<B: CapaBackend> PolicyHead<B> {
     }
 }
 
-/// 1x1 conv -> Mish -> flatten -> linear -> Mish -> linear (WDL and moves left).
+/// 1x1 conv -> Mish -> flatten -> linear -> Mish -> linear (WDL and moves
+/// left; Lc0's activation in Lc0's family).
 #[derive(Module, Debug)]
 pub struct ScalarHead<B: Backend> {
     conv: Conv<B>,
     hidden: Linear<B>,
     out: Linear<B>,
+    #[module(skip)]
+    activation: Activation,
 }
 
 impl<B: CapaBackend> ScalarHead<B> {
@@ -412,12 +474,13 @@ impl<B: CapaBackend> ScalarHead<B> {
             conv: conv1x1(config.channels, channels, device),
             hidden: LinearConfig::new(channels * config.game.squares(), hidden).init(device),
             out: output_layer(hidden, outputs, device),
+            activation: config.activation,
         }
     }
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
-        let h = mish(self.conv.forward(x)).flatten(1, 3);
-        dense(&self.out, mish(dense(&self.hidden, h)))
+        let h = activate(self.activation, self.conv.forward(x)).flatten(1, 3);
+        dense(&self.out, activate(self.activation, dense(&self.hidden, h)))
     }
 }
 
@@ -425,7 +488,8 @@ impl<B: CapaBackend> ScalarHead<B> {
 #[derive(Module, Debug)]
 pub struct Net<B: Backend> {
     input_conv: Conv<B>,
-    input_norm: GroupNorm<B>,
+    /// Capa's family only.
+    input_norm: Option<GroupNorm<B>>,
     blocks: Vec<ResBlock<B>>,
     /// Added to the tokens before the first transformer block, `[squares, channels]`.
     position_embedding: Option<Param<Tensor<B, 2>>>,
@@ -475,10 +539,13 @@ impl<B: CapaBackend> Net<B> {
                 let _ = param.val();
             }
         }
-        let channels = config.channels;
-        let net = Net {
-            input_conv: conv3x3(crate::input_planes(config.game), channels, device),
-            input_norm: GroupNorm::new(config.groups, channels, device),
+        let (channels, planes) = (config.channels, crate::input_planes(config.game));
+        let mut net = Net {
+            input_conv: match config.family {
+                NetFamily::Capa => conv3x3(planes, channels, config.family, device),
+                NetFamily::Lc0 => activated_conv3x3(planes, channels, device),
+            },
+            input_norm: (config.family == NetFamily::Capa).then(|| GroupNorm::new(config.groups, channels, device)),
             blocks: (0..config.blocks).map(|_| ResBlock::new(config, device)).collect(),
             position_embedding: config
                 .position_embedding
@@ -490,6 +557,12 @@ impl<B: CapaBackend> Net<B> {
             future: config.future_head.then(|| PolicyHead::new(config, device)),
             config: config.clone(),
         };
+        if config.family == NetFamily::Lc0 {
+            // The moves-left head ends in a ReLU: it starts at 20 plies, where
+            // the ReLU passes gradients, rather than at 0.
+            let bias = Tensor::ones([1], device);
+            net.moves_left.out.bias = Some(Param::from_tensor(bias));
+        }
         net.visit(&mut Draw);
         net
     }
@@ -503,7 +576,11 @@ impl<B: CapaBackend> Net<B> {
         let game = self.config.game;
         let device = planes.device();
         let planes = in_dtype(planes, self.input_conv.weight.val().dtype());
-        let mut x = self.input_norm.forward_mish(self.input_conv.forward(planes));
+        let x = self.input_conv.forward(planes);
+        let mut x = match &self.input_norm {
+            Some(norm) => norm.forward_mish(x),
+            None => activate(self.config.activation, x),
+        };
         for block in &self.blocks {
             x = block.forward(x);
         }
@@ -520,11 +597,15 @@ impl<B: CapaBackend> Net<B> {
             x = swap_last_dims(tokens).reshape([batch, channels, game.ranks(), game.files()]);
         }
         let f32 = |t: Tensor<B, 2>| in_dtype(t, DType::F32);
+        // In f32 before the softplus, whose exponential overflows f16 from 11.
+        let moves_left = f32(self.moves_left.forward(x.clone()));
         NetOutput {
             policy: f32(self.policy.forward(x.clone())),
             wdl: f32(self.wdl.forward(x.clone())),
-            // Before the softplus, whose exponential overflows f16 from 11.
-            moves_left: softplus(f32(self.moves_left.forward(x.clone())), 1.0),
+            moves_left: match self.config.family {
+                NetFamily::Capa => softplus(moves_left, 1.0),
+                NetFamily::Lc0 => relu(moves_left),
+            },
             future: if with_future { self.future.as_ref().map(|head| f32(head.forward(x))) } else { None },
         }
     }
@@ -588,6 +669,8 @@ mod tests {
             NetConfig { position_embedding: true, ..base.clone() },
             NetConfig { value_channels: 48, value_hidden: 160, ..base.clone() },
             every,
+            NetConfig { channels: 16, blocks: 2, ..NetConfig::lc0(game) },
+            NetConfig { channels: 16, blocks: 2, activation: Activation::Relu, ..NetConfig::lc0(game) },
         ];
         struct Gradients<'a> {
             grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
@@ -634,7 +717,8 @@ mod tests {
             let analytic: f32 = (input.grad(&grads).unwrap() * direction.clone()).sum().into_scalar();
             let inference = burn::module::AutodiffModule::valid(&net);
             let at = |step: f32| score(&inference, planes.clone() + direction.clone() * step, &weights).into_scalar();
-            let step = 1e-2;
+            // ReLU's kinks: a smaller step crosses fewer of them.
+            let step = if config.activation == Activation::Relu { 1e-3 } else { 1e-2 };
             let numeric = (at(step) - at(-step)) / (2.0 * step);
             assert!(
                 (analytic - numeric).abs() <= 2e-2 * (1.0 + numeric.abs()),
@@ -690,10 +774,11 @@ mod tests {
             (Tensor::<Ad, 4>::from_inner(x.clone()).require_grad(), Tensor::<Ad, 4>::from_inner(x).require_grad());
         // conv -> GN -> Mish -> conv -> GN -> SE (pool, scale, bias) -> + x -> Mish, step by step.
         let plain_mish = burn::tensor::activation::mish;
-        let h = plain_mish(burn_group_norm(&block.norm1, 16).forward(block.conv1.forward(x2.clone())));
-        let h = burn_group_norm(&block.norm2, 16).forward(block.conv2.forward(h));
+        let (norm1, norm2) = (block.norm1.as_ref().unwrap(), block.norm2.as_ref().unwrap());
+        let h = plain_mish(burn_group_norm(norm1, 16).forward(block.conv1.forward(x2.clone())));
+        let h = burn_group_norm(norm2, 16).forward(block.conv2.forward(h));
         let pooled = h.clone().mean_dim(3).mean_dim(2).reshape([2, 16]);
-        let (scale, bias) = block.se.excitation(pooled);
+        let (scale, bias) = block.se.excitation(pooled, Activation::Mish);
         let plain = plain_mish(h * scale.reshape([2, 16, 1, 1]) + bias.reshape([2, 16, 1, 1]) + x2.clone());
         let folded = block.forward(x1.clone());
         assert_close(folded.clone().inner(), plain.clone().inner(), 1e-4);

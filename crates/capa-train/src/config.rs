@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use capa_net::{BackendKind, DeviceSpec, FfnKind, NetConfig, NormKind, PolicyHeadKind, Precision, TrainConfig};
+use capa_net::{
+    Activation, BackendKind, DeviceSpec, FfnKind, NetConfig, NormKind, PolicyHeadKind, Precision, TrainConfig,
+};
 use capa_rules::GameKind;
 use serde::{Deserialize, Serialize};
 
@@ -201,7 +203,7 @@ impl GameSection {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NetSection {
-    /// `small` or `typical`.
+    /// `small`, `typical` or `lc0`.
     pub preset: String,
     /// Overrides of the preset's numbers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -251,6 +253,9 @@ pub struct NetSection {
     #[allow(missing_docs)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_hidden: Option<usize>,
+    /// `mish` or `relu`: the `lc0` family's activation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activation: Option<Activation>,
 }
 
 impl Default for NetSection {
@@ -273,6 +278,7 @@ impl Default for NetSection {
             position_embedding: None,
             value_channels: None,
             value_hidden: None,
+            activation: None,
         }
     }
 }
@@ -834,6 +840,7 @@ impl RunConfig {
         set(&mut net.position_embedding, n.position_embedding);
         set(&mut net.value_channels, n.value_channels);
         set(&mut net.value_hidden, n.value_hidden);
+        set(&mut net.activation, n.activation);
         net.validate().map_err(|e| anyhow::anyhow!("[net]: {e}"))?;
         Ok(net)
     }

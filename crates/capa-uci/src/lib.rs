@@ -103,6 +103,9 @@ pub struct SearchOutput {
     /// (or, for a depth or node limit, the timeout): the lines are then
     /// those of a cut-short search.
     pub stopped: bool,
+    /// The text of each `info string` line, in order (Lc0's and capa's
+    /// VerboseMoveStats, for one).
+    pub strings: Vec<String>,
 }
 
 /// How long a search may run.
@@ -313,6 +316,7 @@ impl UciEngine {
         let mut deadline = started + go.time_limit().unwrap_or_default() + self.timeout;
         let mut stopped = false;
         let mut lines = BTreeMap::new();
+        let mut strings = Vec::new();
         loop {
             let line = match self.next_line(deadline, "searching") {
                 Err(UciError::Timeout { .. }) if !stopped => {
@@ -323,7 +327,9 @@ impl UciEngine {
                 }
                 other => other?,
             };
-            if let Some(pv) = parse_info(&line) {
+            if let Some(text) = line.trim().strip_prefix("info string ") {
+                strings.push(text.to_string());
+            } else if let Some(pv) = parse_info(&line) {
                 lines.insert(pv.multipv, pv);
             } else if let Some(rest) = line.trim().strip_prefix("bestmove") {
                 let mut words = rest.split_whitespace();
@@ -333,7 +339,7 @@ impl UciEngine {
                     (Some("ponder"), Some(m)) => Some(m.to_string()),
                     _ => None,
                 };
-                return Ok(SearchOutput { best, ponder, lines: lines.into_values().collect(), stopped });
+                return Ok(SearchOutput { best, ponder, lines: lines.into_values().collect(), stopped, strings });
             }
         }
     }
