@@ -278,18 +278,20 @@ pub fn read_lc0(input: &Path) -> Result<(NetConfig, Tensors)> {
     }
     insert_conv(&mut tensors, "policy.planes", [lc0_plane.len(), channels, 3, 3], planes_weight, planes_bias);
 
-    let head = |name: &str,
+    // A head's layers: `name` in Lc0's file, `prefix` in capa's network,
+    // its outputs divided by `out_scale` (capa's units over Lc0's).
+    let head = |(name, prefix): (&str, &str),
                 conv: &Option<ConvBlock>,
                 hidden: [&Option<Layer>; 2],
                 out: [&Option<Layer>; 2],
                 outputs: usize,
+                out_scale: f32,
                 tensors: &mut Tensors|
      -> Result<(usize, usize)> {
         let conv = conv.as_ref().ok_or_else(|| missing(name))?;
         let (weight, bias) = fold(conv, name)?;
         let planes = bias.len();
         expect_len(name, &weight, planes * channels).map_err(&in_file)?;
-        let prefix = if name == "value" { "wdl" } else { "moves_left" };
         insert_conv(tensors, &format!("{prefix}.conv"), [planes, channels, 1, 1], weight, bias);
         let hidden_bias = values(hidden[1], &format!("{name} ip1 biases"))?;
         let width = hidden_bias.len();
@@ -304,28 +306,28 @@ pub fn read_lc0(input: &Path) -> Result<(NetConfig, Tensors)> {
         let mut out_weight = values(out[0], &format!("{name} ip2"))?;
         let mut out_bias = values(out[1], &format!("{name} ip2 biases"))?;
         expect_len(&format!("{name} ip2 biases"), &out_bias, outputs).map_err(&in_file)?;
-        if prefix == "moves_left" {
-            for value in out_weight.iter_mut().chain(out_bias.iter_mut()) {
-                *value /= MOVES_LEFT_SCALE;
-            }
+        for value in out_weight.iter_mut().chain(out_bias.iter_mut()) {
+            *value /= out_scale;
         }
         insert_dense(tensors, &format!("{prefix}.out"), out_weight, out_bias, width).map_err(&in_file)?;
         Ok((planes, width))
     };
     let (value_channels, value_hidden) = head(
-        "value",
+        ("value", "wdl"),
         &weights.value,
         [&weights.ip1_val_w, &weights.ip1_val_b],
         [&weights.ip2_val_w, &weights.ip2_val_b],
         3,
+        1.0,
         &mut tensors,
     )?;
     let moves_left = head(
-        "moves_left",
+        ("moves_left", "moves_left"),
         &weights.moves_left,
         [&weights.ip1_mov_w, &weights.ip1_mov_b],
         [&weights.ip2_mov_w, &weights.ip2_mov_b],
         1,
+        MOVES_LEFT_SCALE,
         &mut tensors,
     )?;
     let (planes, hidden) = (capa_net::MOVES_LEFT_CHANNELS, capa_net::MOVES_LEFT_HIDDEN);
