@@ -644,7 +644,8 @@ mod tests {
     /// Each architecture option on its own and all together: the outputs
     /// keep their shapes, the parameters number what `parameter_count`
     /// says, every parameter gets a finite gradient, and the gradient of the
-    /// input agrees with a central difference along a random direction.
+    /// input agrees with a central difference along a random direction (for
+    /// the smooth activations).
     #[test]
     fn every_architecture_option_has_its_shapes_and_gradients() {
         type Ad = burn::backend::Autodiff<Flex>;
@@ -713,12 +714,18 @@ mod tests {
             net.visit(&mut visitor);
             assert!(visitor.checked > 0);
 
+            // A central difference is only a derivative where the function is
+            // smooth: across thousands of ReLUs some kink always lies within
+            // any usable step, so the ReLU net's input gradient is left to the
+            // Mish net of the same family (the same layers).
+            if config.activation == Activation::Relu {
+                continue;
+            }
             let direction = random([2, crate::input_planes(game), 8, 8]);
             let analytic: f32 = (input.grad(&grads).unwrap() * direction.clone()).sum().into_scalar();
             let inference = burn::module::AutodiffModule::valid(&net);
             let at = |step: f32| score(&inference, planes.clone() + direction.clone() * step, &weights).into_scalar();
-            // ReLU's kinks: a smaller step crosses fewer of them.
-            let step = if config.activation == Activation::Relu { 1e-3 } else { 1e-2 };
+            let step = 1e-2;
             let numeric = (at(step) - at(-step)) / (2.0 * step);
             assert!(
                 (analytic - numeric).abs() <= 2e-2 * (1.0 + numeric.abs()),
