@@ -3,13 +3,10 @@
 #
 #   benches/lc0_interop.sh                 # build lc0 once, train a small net, compare, play
 #   NET=my.safetensors benches/lc0_interop.sh   # an Lc0-family chess network of your own
+#   CAPA_BIN_DIR=target/quick-release ...       # capa already built there
 #
-# 1. Builds lc0 from source with its CPU backend (BLAS over OpenBLAS, and
-#    Eigen) into target/lc0/, once. The sources come from LC0_SRC (a
-#    checkout of github.com/LeelaChessZero/lc0) or are cloned from GitHub
-#    the first time; nothing is fetched after that. Needs meson and ninja
-#    (`pip install meson ninja`) and Debian's libopenblas-dev,
-#    libeigen3-dev, libabsl-dev and zlib1g-dev.
+# 1. Builds lc0 from source with its CPU backend into target/lc0/, once
+#    (`lc0_binary` in benches/lib.sh says what it needs).
 # 2. Without NET, trains a small network of the Lc0 family (`preset =
 #    "lc0"`, 64 channels, 6 blocks) from the sample PGNs for 200 steps
 #    (configs/supervised-chess.toml), so that its outputs are far from
@@ -23,34 +20,23 @@
 #    (UCI_Elo 1350, the lowest of Debian's Stockfish 15.1, 100 ms a move), to the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 POSITIONS=${POSITIONS:-1000}
 GAMES=${GAMES:-2}
 work=target/lc0
 mkdir -p "$work"
 
-cargo build --release --locked -p capa-cli -p capa-train >&2
-capa=target/release/capa
+bin=$(capa_bin_dir)
+capa=$bin/capa
 
-lc0=$work/lc0
-if [ ! -x "$lc0" ]; then
-  src=${LC0_SRC:-$work/src}
-  if [ ! -d "$src" ]; then
-    git clone --depth 1 https://github.com/LeelaChessZero/lc0 "$src" >&2
-  fi
-  build=$work/build
-  rm -rf "$build"
-  meson setup "$build" "$src" --buildtype=release -Dgtest=false -Dblas=true -Dopenblas=true \
-    -Donnx=false -Dplain_cuda=false -Dcudnn=false -Dnative_arch=false >&2
-  ninja -C "$build" lc0 >&2
-  cp "$build/lc0" "$lc0"
-fi
+lc0=$(lc0_binary)
 
 net=${NET:-}
 if [ -z "$net" ]; then
   data=$work/v6
   [ -d "$data" ] || "$capa" lc0 convert ../shared/data/pgn/*.pgn --pgn-eval-mode --output-dir "$data" >&2
   rm -rf "$work/run"
-  target/release/capa-train --config configs/supervised-chess.toml --set run.dir="$work/run" \
+  "$bin"/capa-train --config configs/supervised-chess.toml --set run.dir="$work/run" \
     --set "supervised.data=[\"$data\"]" --set net.preset=lc0 --set run.iterations=2 --set eval.every=0 >&2
   net=$work/run/nets/$(cat "$work/run/LATEST").safetensors
 fi

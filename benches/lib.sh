@@ -96,3 +96,35 @@ find_engine() {
     exit 1
   }
 }
+
+# lc0_binary: prints the path of lc0 built from source with its CPU backend
+# (BLAS over OpenBLAS, and Eigen) in target/lc0/, building it the first time.
+# The sources come from LC0_SRC (a checkout of github.com/LeelaChessZero/lc0)
+# or are cloned from GitHub once; nothing is fetched after that. Needs meson
+# and ninja (`pip install meson ninja`) and Debian's libopenblas-dev,
+# libeigen3-dev, libabsl-dev and zlib1g-dev.
+lc0_binary() {
+  local work=target/lc0
+  if [ ! -x "$work/lc0" ]; then
+    mkdir -p "$work"
+    local src=${LC0_SRC:-$work/src}
+    [ -d "$src" ] || git clone --depth 1 https://github.com/LeelaChessZero/lc0 "$src" >&2
+    rm -rf "$work/build"
+    meson setup "$work/build" "$src" --buildtype=release -Dgtest=false -Dblas=true -Dopenblas=true \
+      -Donnx=false -Dplain_cuda=false -Dcudnn=false -Dnative_arch=false >&2
+    ninja -C "$work/build" lc0 >&2
+    cp "$work/build/lc0" "$work/lc0"
+  fi
+  echo "$work/lc0"
+}
+
+# capa_bin_dir: prints the folder of capa and capa-train: CAPA_BIN_DIR when
+# set (binaries already built), else target/release after a release build.
+capa_bin_dir() {
+  if [ -n "${CAPA_BIN_DIR:-}" ]; then
+    echo "$CAPA_BIN_DIR"
+  else
+    cargo build --release --locked -p capa-cli -p capa-train >&2
+    echo target/release
+  fi
+}

@@ -149,11 +149,8 @@ pub fn read_net_info(path: &Path) -> Result<NetFileInfo, NetError> {
 /// cannot be written.
 pub fn slim_net(input: &Path, output: &Path, precision: Precision) -> Result<NetFileInfo, NetError> {
     let NetFile { tensors, metadata: source, config, .. } = read(input)?;
-    let group = if tensors.keys().any(|name| name.starts_with("ema.")) { "ema." } else { "net." };
-    let weights: Tensors = tensors
-        .into_iter()
-        .filter_map(|(name, stored)| Some((format!("net.{}", name.strip_prefix(group)?), stored)))
-        .collect();
+    let weights: Tensors =
+        played_weights(tensors).into_iter().map(|(name, stored)| (format!("net.{name}"), stored)).collect();
     let mut metadata = metadata(&config);
     let source_step = source.get(KEY_STEP).or(source.get(KEY_SOURCE_STEP));
     if let Some(step) = source_step {
@@ -172,12 +169,14 @@ pub fn slim_net(input: &Path, output: &Path, precision: Precision) -> Result<Net
 /// As [`load_net`].
 pub fn read_net_weights(path: &Path) -> Result<(NetConfig, Tensors), NetError> {
     let NetFile { tensors, config, .. } = read(path)?;
+    Ok((config, played_weights(tensors)))
+}
+
+/// The weights a file's network plays with, by parameter name without the
+/// group: a checkpoint's EMA weights where it holds them, else `net.*`.
+fn played_weights(tensors: Tensors) -> Tensors {
     let group = if tensors.keys().any(|name| name.starts_with("ema.")) { "ema." } else { "net." };
-    let weights = tensors
-        .into_iter()
-        .filter_map(|(name, stored)| Some((name.strip_prefix(group)?.to_string(), stored)))
-        .collect();
-    Ok((config, weights))
+    tensors.into_iter().filter_map(|(name, stored)| Some((name.strip_prefix(group)?.to_string(), stored))).collect()
 }
 
 /// Writes a network file of architecture `config` from its weights by
@@ -192,24 +191,8 @@ pub fn read_net_weights(path: &Path) -> Result<(NetConfig, Tensors), NetError> {
 #[cfg(feature = "flex")]
 pub fn write_net_weights(config: &NetConfig, weights: &Tensors, path: &Path) -> Result<(), NetError> {
     config.validate()?;
-    let mut wanted = Tensors::new();
-    collect(&Net::<burn::backend::Flex>::new(config, &Default::default()), "", &mut wanted);
-    let mut problems: Vec<String> = Vec::new();
-    for (name, stored) in &wanted {
-        match weights.get(name) {
-            None => problems.push(format!("missing {name} {:?}", stored.shape)),
-            Some(given) if given.shape != stored.shape || given.values.len() != stored.values.len() => {
-                problems.push(format!("{name}: given {:?}, the architecture wants {:?}", given.shape, stored.shape))
-            }
-            Some(_) => {}
-        }
-    }
-    problems.extend(weights.keys().filter(|name| !wanted.contains_key(*name)).map(|name| format!("unexpected {name}")));
-    if !problems.is_empty() {
-        return Err(NetError::Mismatch { what: path.display().to_string(), problems });
-    }
-    let named = weights.iter().map(|(name, stored)| (format!("net.{name}"), stored.clone())).collect();
-    write_atomically(path, &to_bytes(&named, metadata(config), Precision::F32)?)
+    let net = Net::<burn::backend::Flex>::new(config, &Default::default());
+    save_net(&apply(net, "", weights, &path.display().to_string())?, path)
 }
 
 /// Writes `net` as a network file.
