@@ -5,12 +5,18 @@
 //! it had one), the text, and an empty line. Nothing on the input ends the
 //! engine but `quit` or the end of the input: a command it cannot carry out
 //! is answered `? ...` with the reason.
+//!
+//! A thread reads the input, so that an analysis (`lz-analyze`,
+//! `kata-analyze`) searches until the next line arrives, and that line is
+//! then carried out as usual.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_mcts::{CachedEvaluator, PLAY_PARALLEL_SIMS, SearchParams};
+use capa_mcts::{CachedEvaluator, Limits, PLAY_PARALLEL_SIMS, SearchParams, SearchResult, StopReason, Tree};
 use capa_net::NetEvaluator;
 use capa_play::{Player, SearchPlayer, Turn};
 use capa_rules::GameKind;
@@ -18,9 +24,16 @@ use capa_rules::go::{Cell, Go, GoMove};
 use capa_rules::{Color, Game, History, MoveList};
 
 use crate::args::DeviceArgs;
+use crate::gtp_analysis::{Dialect, Request, analysis_line, parse_request};
+
+/// Playouts an analysis searches between looks at the input and the clock.
+const ANALYSIS_CHUNK: u32 = 16;
+/// An analysis's table is compacted to what the root reaches beyond this
+/// many nodes (a few hundred bytes each with their edges).
+const ANALYSIS_NODES: usize = 1_000_000;
 
 /// Every command the engine knows, as `list_commands` names them.
-const COMMANDS: [&str; 16] = [
+const COMMANDS: [&str; 20] = [
     "protocol_version",
     "name",
     "version",
@@ -36,6 +49,10 @@ const COMMANDS: [&str; 16] = [
     "final_score",
     "showboard",
     "quit",
+    "lz-analyze",
+    "kata-analyze",
+    "lz-genmove_analyze",
+    "kata-genmove_analyze",
     "capa-fen",
 ];
 
@@ -50,6 +67,14 @@ const COMMANDS: [&str; 16] = [
 /// side not to move (handicap stones played in a row) goes on from the
 /// current board with that side to move, and `undo` cannot go back past it.
 /// `capa-fen` prints the position's text form.
+///
+/// `lz-analyze` and `kata-analyze` (`[player] [interval] [interval N]
+/// [minmoves N] [maxmoves N]`, the interval in centiseconds) search until
+/// the next command or an empty line arrives, writing a line of `info
+/// move ... visits ... winrate ... prior ... lcb ... order ... pv ...`
+/// records per interval, as Leela Zero and KataGo do (Sabaki, Lizzie);
+/// `lz-genmove_analyze` and `kata-genmove_analyze` do the same while
+/// searching `--playouts` for a move, then answer `play MOVE`.
 #[derive(clap::Args, Debug)]
 pub struct GtpArgs {
     /// The Go network file (a run's `nets/<hash>.safetensors`, or a shipped
@@ -75,7 +100,7 @@ pub fn run(args: &GtpArgs) -> Result<()> {
     if args.playouts == 0 {
         bail!("--playouts must be at least 1");
     }
-    let (input, output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    let (input, output) = (read_lines(), std::io::stdout().lock());
     match game {
         GameKind::Go9 => Engine::<9>::new(args)?.serve(input, output),
         GameKind::Go13 => Engine::<13>::new(args)?.serve(input, output),
@@ -114,15 +139,17 @@ impl<const N: usize> Engine<N> {
         })
     }
 
-    fn serve(mut self, input: impl BufRead, mut output: impl Write) -> Result<()> {
-        for line in input.lines() {
-            let line = match line {
-                Ok(line) => line,
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+    fn serve(mut self, input: Receiver<Line>, mut output: impl Write) -> Result<()> {
+        let mut pending = None;
+        loop {
+            let line = match pending.take().map_or_else(|| input.recv().ok(), Some) {
+                None => break,
+                Some(Line::Text(line)) => line,
+                Some(Line::NotText) => {
                     respond(&mut output, None, Err("the line is not UTF-8 text".to_string()))?;
                     continue;
                 }
-                Err(e) => return Err(e).context("cannot read stdin"),
+                Some(Line::Failed(e)) => return Err(e).context("cannot read stdin"),
             };
             // GTP: control characters other than tab and newline are
             // dropped, tabs are spaces, `#` starts a comment.
@@ -142,6 +169,39 @@ impl<const N: usize> Engine<N> {
                 Err(_) => (None, first),
             };
             let args: Vec<&str> = words.collect();
+            if let Some(dialect) = analysis_dialect(command) {
+                // An analysis answers as it goes: `=`, its lines, and the
+                // empty line once the next input arrives (then carried out).
+                match parse_request(dialect, &args, parse_color) {
+                    Ok(request) if command.ends_with("genmove_analyze") => {
+                        let color = request.color.unwrap_or(self.history.current().turn());
+                        self.give_the_move_to(color);
+                        match self.new_tree(self.history.clone(), false) {
+                            Ok(tree) => {
+                                write_head(&mut output, id)?;
+                                let answer = self.genmove_analyze(tree, &request, &mut output)?;
+                                write!(output, "{answer}\n\n")
+                                    .and_then(|()| output.flush())
+                                    .context("cannot write stdout")?;
+                            }
+                            Err(e) => respond(&mut output, id, Err(format!("{e:#}")))?,
+                        }
+                    }
+                    Ok(request) => match self.new_tree(self.analysed(request.color), true) {
+                        Ok(tree) => {
+                            write_head(&mut output, id)?;
+                            pending = self.analyze(tree, &request, &input, &mut output)?;
+                            writeln!(output).and_then(|()| output.flush()).context("cannot write stdout")?;
+                            if pending.is_none() {
+                                break;
+                            }
+                        }
+                        Err(e) => respond(&mut output, id, Err(format!("{e:#}")))?,
+                    },
+                    Err(e) => respond(&mut output, id, Err(format!("{e:#}")))?,
+                }
+                continue;
+            }
             let (answer, next) = match self.command(command, &args) {
                 Ok((text, next)) => (Ok(text), next),
                 Err(e) => (Err(format!("{e:#}")), Next::Continue),
@@ -233,12 +293,109 @@ impl<const N: usize> Engine<N> {
         }
     }
 
+    /// The game for an analysis for `color` (by default the side to move),
+    /// without changing the engine's.
+    fn analysed(&self, color: Option<Color>) -> History<Go<N>> {
+        match color {
+            Some(color) if self.history.current().turn() != color => {
+                History::new(self.history.current().clone().with_turn(color))
+            }
+            _ => self.history.clone(),
+        }
+    }
+
+    /// A tree for the next search of `history`: an analysis's table, or
+    /// play's tree.
+    fn new_tree(&mut self, history: History<Go<N>>, analysis: bool) -> Result<Tree<Go<N>>> {
+        self.searches += 1;
+        let seed = capa_rules::mix(self.seed, self.searches);
+        let tree = match analysis {
+            true => Tree::analysis(history, play_params(), seed, ANALYSIS_NODES),
+            false => Tree::new(history, play_params(), seed),
+        };
+        tree.map_err(|e| anyhow::anyhow!("cannot search: {e}"))
+    }
+
+    /// Searches `tree` until a line arrives, writing an analysis line every
+    /// interval; returns that line, or `None` at the end of the input.
+    fn analyze(
+        &mut self,
+        mut tree: Tree<Go<N>>,
+        request: &Request,
+        input: &Receiver<Line>,
+        output: &mut impl Write,
+    ) -> Result<Option<Line>> {
+        let mut last_line = Instant::now();
+        let mut settled = false;
+        loop {
+            match input.try_recv() {
+                Ok(line) => return Ok(Some(line)),
+                Err(TryRecvError::Disconnected) => return Ok(None),
+                Err(TryRecvError::Empty) => {}
+            }
+            if settled {
+                // Nothing more to find (one legal move, or the game is
+                // decided): wait for the next line without spinning.
+                if let Ok(line) = input.recv_timeout(Duration::from_millis(50)) {
+                    return Ok(Some(line));
+                }
+                continue;
+            }
+            let result =
+                tree.search(&self.evaluator, Limits::playouts(ANALYSIS_CHUNK)).map_err(|e| anyhow::anyhow!("{e}"))?;
+            settled = result.playouts == 0 || result.stop == StopReason::Proven;
+            if let Some(interval) = request.interval
+                && (last_line.elapsed() >= interval || settled)
+            {
+                write_analysis(output, request, &result)?;
+                last_line = Instant::now();
+            }
+        }
+    }
+
+    /// `genmove` with analysis lines every interval while it searches and
+    /// one when it ends; returns the answer's last line, `play MOVE`.
+    fn genmove_analyze(&mut self, mut tree: Tree<Go<N>>, request: &Request, output: &mut impl Write) -> Result<String> {
+        let mut last_line = Instant::now();
+        let mut searched = 0;
+        let mut last: Option<SearchResult<Go<N>>> = None;
+        while searched < self.playouts {
+            let chunk = ANALYSIS_CHUNK.min(self.playouts - searched);
+            let result = tree.search(&self.evaluator, Limits::playouts(chunk)).map_err(|e| anyhow::anyhow!("{e}"))?;
+            searched += chunk;
+            let stalled = result.playouts == 0 || result.stop == StopReason::Proven;
+            let done = stalled || searched >= self.playouts;
+            if let Some(interval) = request.interval
+                && last_line.elapsed() >= interval
+                && !done
+            {
+                write_analysis(output, request, &result)?;
+                last_line = Instant::now();
+            }
+            last = Some(result);
+            if done {
+                break;
+            }
+        }
+        // The search's final figures, whatever the clock said.
+        if let (Some(_), Some(result)) = (request.interval, &last) {
+            write_analysis(output, request, result)?;
+        }
+        let m = last.as_ref().and_then(|result| result.best()).map(|best| best.mv);
+        let Some(m) = m else { bail!("the search found no move") };
+        self.history.play(m);
+        Ok(format!("play {m}"))
+    }
+
     /// The search's move; with `cleanup`, no pass while a point other than
     /// the mover's own eye is playable.
     fn search(&mut self, cleanup: bool) -> Result<GoMove<N>> {
-        let params = SearchParams { parallel_sims: PLAY_PARALLEL_SIMS, ..SearchParams::default() };
-        let mut player =
-            SearchPlayer { name: "capa".to_string(), evaluator: &self.evaluator, simulations: self.playouts, params };
+        let mut player = SearchPlayer {
+            name: "capa".to_string(),
+            evaluator: &self.evaluator,
+            simulations: self.playouts,
+            params: play_params(),
+        };
         self.searches += 1;
         let turn =
             Turn { slot: 0, history: &self.history, seed: capa_rules::mix(self.seed, self.searches), clock: None };
@@ -257,6 +414,60 @@ impl<const N: usize> Engine<N> {
         }
         Ok(m)
     }
+}
+
+/// A line of the input, as the reading thread passes it on.
+enum Line {
+    Text(String),
+    /// Bytes that are not UTF-8: answered with an error, then read on.
+    NotText,
+    Failed(std::io::Error),
+}
+
+/// Reads stdin on a thread of its own, line by line, until its end or an
+/// error (passed on as the last line).
+fn read_lines() -> Receiver<Line> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let (line, last) = match line {
+                Ok(text) => (Line::Text(text), false),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => (Line::NotText, false),
+                Err(e) => (Line::Failed(e), true),
+            };
+            if sender.send(line).is_err() || last {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
+/// The search settings of play and analysis.
+fn play_params() -> SearchParams {
+    SearchParams { parallel_sims: PLAY_PARALLEL_SIMS, ..SearchParams::default() }
+}
+
+fn analysis_dialect(command: &str) -> Option<Dialect> {
+    match command {
+        "lz-analyze" | "lz-genmove_analyze" => Some(Dialect::Lz),
+        "kata-analyze" | "kata-genmove_analyze" => Some(Dialect::Kata),
+        _ => None,
+    }
+}
+
+/// The first line of an analysis's answer: `=` and the id.
+fn write_head(output: &mut impl Write, id: Option<u64>) -> Result<()> {
+    let id = id.map(|id| id.to_string()).unwrap_or_default();
+    writeln!(output, "={id}").and_then(|()| output.flush()).context("cannot write stdout")
+}
+
+fn write_analysis<G: Game>(output: &mut impl Write, request: &Request, result: &SearchResult<G>) -> Result<()> {
+    let line = analysis_line(request, result);
+    if line.is_empty() {
+        return Ok(());
+    }
+    writeln!(output, "{line}").and_then(|()| output.flush()).context("cannot write stdout")
 }
 
 /// Writes one GTP answer: `=id text` or `?id text`, then an empty line.

@@ -10,6 +10,7 @@ mod distill;
 mod elo;
 mod explorer_bench;
 mod gtp;
+mod gtp_analysis;
 mod gui;
 mod help_markdown;
 mod ladder;

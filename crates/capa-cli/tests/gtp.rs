@@ -1,11 +1,11 @@
 //! `capa gtp` through a scripted session, and Go matches against GNU Go.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use capa_rules::Game;
 use capa_rules::GameKind;
-use capa_rules::go::Go9;
+use capa_rules::go::{Go, Go9};
 use capa_uci::engine_for_test;
 
 use crate::{capa, network, stderr, stdout};
@@ -77,6 +77,197 @@ boardsize 19\nboardsize 9\nkomi 6.5\nplay b E5\nplay w E5\nplay w Z3\nplay w\npl
     let score = answers[15].trim_start_matches("= ");
     assert!(score == "0" || score.starts_with("B+") || score.starts_with("W+"), "{score}");
     assert!(answers[23].trim_start_matches("= ").ends_with(" w - 0 6.5 simple 1"), "{}", answers[23]);
+}
+
+/// One move's record of an analysis line, as KataGo's GTP extensions
+/// document it: `info` opens it, key-value pairs follow in any order
+/// (unknown keys skipped), and `pv` takes every word up to the next
+/// `info` or `ownership`.
+#[derive(Debug, Default)]
+struct Record {
+    mv: String,
+    visits: u64,
+    winrate: f64,
+    prior: f64,
+    lcb: f64,
+    order: u64,
+    pv: Vec<String>,
+}
+
+/// Parses an analysis line into its records; `lz` values are integers out
+/// of 10,000, KataGo's floats in [0, 1] (both returned in [0, 1]).
+fn parse_analysis(line: &str, lz: bool) -> Vec<Record> {
+    let mut records: Vec<Record> = Vec::new();
+    let mut words = line.split_whitespace().peekable();
+    let unit = |text: &str| -> f64 {
+        if lz {
+            let value: u32 = text.parse().unwrap_or_else(|_| panic!("{text} is not an integer: {line}"));
+            assert!(value <= 10_000, "{line}");
+            f64::from(value) / 10_000.0
+        } else {
+            let value: f64 = text.parse().unwrap();
+            assert!((0.0..=1.0).contains(&value), "{value} outside [0, 1]: {line}");
+            value
+        }
+    };
+    while let Some(word) = words.next() {
+        if word == "info" {
+            records.push(Record::default());
+            continue;
+        }
+        let record = records.last_mut().unwrap_or_else(|| panic!("a line starts with `info`: {line}"));
+        if word == "pv" {
+            while let Some(&next) = words.peek() {
+                if next == "info" || next == "ownership" {
+                    break;
+                }
+                record.pv.push(words.next().unwrap().to_string());
+            }
+            continue;
+        }
+        let value = words.next().unwrap_or_else(|| panic!("{word} has a value: {line}"));
+        match word {
+            "move" => record.mv = value.to_string(),
+            "visits" => record.visits = value.parse().unwrap(),
+            "winrate" => record.winrate = unit(value),
+            "prior" => record.prior = unit(value),
+            "lcb" => record.lcb = unit(value),
+            "order" => record.order = value.parse().unwrap(),
+            _ => {}
+        }
+    }
+    records
+}
+
+/// Checks an analysis answer (`=id`, then its lines) on `position`: every
+/// line parses, its moves and variations are legal, `order` counts from 0,
+/// the best move has the most visits, and the LCB is below the win rate.
+fn check_analysis<const N: usize>(
+    answer: &str,
+    id: &str,
+    position: &Go<N>,
+    lz: bool,
+    moves: std::ops::RangeInclusive<usize>,
+) {
+    let mut lines = answer.lines();
+    assert_eq!(lines.next(), Some(format!("={id}").as_str()), "{answer}");
+    let lines: Vec<&str> = lines.collect();
+    assert!(!lines.is_empty(), "at least one analysis line: {answer}");
+    for line in lines {
+        let records = parse_analysis(line, lz);
+        assert!(moves.contains(&records.len()), "{} moves, wanted {moves:?}: {line}", records.len());
+        for (i, record) in records.iter().enumerate() {
+            assert_eq!(record.order, i as u64, "{line}");
+            assert!(position.parse_move(&record.mv).is_ok(), "{} is legal: {line}", record.mv);
+            assert!(record.lcb <= record.winrate && record.prior > 0.0, "{record:?}");
+            assert_eq!(record.pv.first(), Some(&record.mv), "{line}");
+            let mut after = position.clone();
+            for m in &record.pv {
+                let m = after.parse_move(m).unwrap_or_else(|e| panic!("{m} in the pv of {line}: {e}"));
+                after.play(m);
+            }
+        }
+        assert!(records.windows(2).all(|w| w[0].visits >= w[1].visits), "best first: {line}");
+    }
+}
+
+/// A `capa gtp` process driven line by line: an analysis runs until the
+/// next command, so each is sent once the answer so far shows it is under way.
+struct Session {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: BufReader<std::process::ChildStdout>,
+}
+
+impl Session {
+    fn start(net: &std::path::Path) -> Session {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_capa"))
+            .args(["gtp", "--net", net.to_str().unwrap(), "--playouts", "48"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (input, output) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
+        Session { child, input, output }
+    }
+
+    fn send(&mut self, text: &str) {
+        self.input.write_all(text.as_bytes()).unwrap();
+        self.input.flush().unwrap();
+    }
+
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        assert!(self.output.read_line(&mut line).unwrap() > 0, "the engine ended early");
+        line.trim_end_matches('\n').to_string()
+    }
+
+    /// Reads an answer up to its empty line (without it).
+    fn answer(&mut self) -> String {
+        let mut lines = Vec::new();
+        loop {
+            match self.line() {
+                line if line.is_empty() => return lines.join("\n"),
+                line => lines.push(line),
+            }
+        }
+    }
+
+    /// Starts an analysis, waits for its first line, then sends `next`
+    /// (which ends it) and returns the analysis's answer.
+    fn analyze(&mut self, command: &str, next: &str) -> String {
+        self.send(&format!("{command}\n"));
+        let mut lines = vec![self.line()];
+        while !lines.last().unwrap().starts_with("info") {
+            lines.push(self.line());
+        }
+        self.send(next);
+        let rest = self.answer();
+        lines.push(rest);
+        lines.join("\n").trim_end().to_string()
+    }
+}
+
+#[test]
+fn analysis_commands_answer_as_go_front_ends_read_them() {
+    let mut session = Session::start(&network(GameKind::Go9, "a"));
+    session.send("play b E5\n");
+    assert_eq!(session.answer(), "=");
+    let mut position = Go9::startpos();
+    position.play(position.parse_move("E5").unwrap());
+
+    // KataGo's format for white, to move, ended by the next command.
+    let answer = session.analyze("1 kata-analyze 5 maxmoves 4", "2 name\n");
+    check_analysis(&answer, "1", &position, false, 1..=4);
+    assert_eq!(session.answer(), "=2 capa");
+    // Leela Zero's, with unvisited moves to make up `minmoves`, ended by an empty line.
+    let answer = session.analyze("lz-analyze w interval 5 minmoves 30", "\n");
+    check_analysis(&answer, "", &position, true, 30..=80);
+    // Analysis for the side not to move leaves the game as it was.
+    let answer = session.analyze("kata-analyze b 5", "3 capa-fen\n");
+    check_analysis(&answer, "", &position.clone().with_turn(capa_rules::Color::Black), false, 1..=80);
+    assert!(session.answer().starts_with("=3 "));
+    // genmove_analyze: analysis lines, then the move played.
+    session.send("4 kata-genmove_analyze w 1\n");
+    let answer = session.answer();
+    let (lines, played) = answer.rsplit_once('\n').unwrap();
+    let reply = played.strip_prefix("play ").unwrap_or_else(|| panic!("{answer}"));
+    check_analysis(lines, "4", &position, false, 1..=80);
+    assert!(position.parse_move(reply).is_ok(), "{answer}");
+    session.send("undo\nkata-analyze ownership true\nlz-analyze 10 avoid b D4 1\nlz-analyze 10 minmoves\nquit\n");
+    assert_eq!(session.answer(), "=");
+    assert_eq!(session.answer(), "? ownership true: this network predicts no ownership");
+    assert!(session.answer().starts_with("? avoid is not supported"));
+    assert_eq!(session.answer(), "? syntax error: 'minmoves' needs a value");
+    assert_eq!(session.answer(), "=");
+    assert!(session.child.wait().unwrap().success());
+
+    // 19x19: the letters skip I, up to T19.
+    let mut session = Session::start(&network(GameKind::Go19, "a"));
+    let answer = session.analyze("kata-analyze 5 minmoves 361", "quit\n");
+    check_analysis(&answer, "", &capa_rules::go::Go19::startpos(), false, 361..=362);
+    assert_eq!(session.answer(), "=");
 }
 
 #[test]
