@@ -772,10 +772,14 @@ impl<G: Game> Tree<G> {
         (lower, upper, plies.unwrap_or(0).saturating_add(1))
     }
 
-    /// Checks the stop conditions after a round.
+    /// Checks the stop conditions after a round. The KLD gain is measured
+    /// on the round that reaches the limit too: a driver that slices a
+    /// search into calls of about one interval (a slow network, a loaded
+    /// machine) would otherwise never see it.
     fn after_round(&mut self) {
         self.check_stop();
-        if let (true, Some(kld)) = (self.progress.searching, self.params.kld_stop)
+        let measured = self.progress.searching || self.progress.stop == StopReason::Limit;
+        if let (true, Some(kld)) = (measured, self.params.kld_stop)
             && self.progress.playouts >= self.progress.kld_next
         {
             let gain = self.kld_gain();

@@ -1131,6 +1131,7 @@ mod tests {
             "capablanca-cpu.toml",
             "capablanca-selfplay.toml",
             "capablanca.toml",
+            "chess-cpu.toml",
             "chess.toml",
             "distill.toml",
             "go9.toml",
