@@ -492,8 +492,9 @@ impl NetBench {
         println!("precision {} gflop_per_position {:.4}", self.device.precision, flops * 1e-9);
         let mut line = Vec::new();
         for rows in [1, 32, self.batch] {
-            let (wall, cpu) =
-                time_calls(self.seconds, || net.forward(planes[..rows * input_len].to_vec(), rows).map(drop))?;
+            let (wall, cpu) = time_calls(self.seconds, || {
+                net.forward(planes[..rows * input_len].to_vec(), rows, capa_net::Heads::SEARCH).map(drop)
+            })?;
             println!(
                 "infer batch {rows} ms_per_batch {:.2} positions_per_s {:.1} positions_per_cpu_s {:.1} tflop_per_s {:.3}",
                 wall * 1e3,
@@ -512,7 +513,7 @@ impl NetBench {
             future: policy.clone(),
             policy,
             legal,
-            best: Vec::new(),
+            ..HostBatch::default()
         };
         let (wall, cpu) = time_calls(self.seconds, || trainer.step(batch.clone()).map(drop))?;
         // Forward, and backward at twice its cost.

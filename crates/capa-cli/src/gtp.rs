@@ -16,7 +16,9 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_mcts::{CachedEvaluator, Limits, PLAY_PARALLEL_SIMS, SearchParams, SearchResult, StopReason, Tree};
+use capa_mcts::{
+    CachedEvaluator, HISTORY_LEN, LeafRequest, Limits, PLAY_PARALLEL_SIMS, SearchParams, SearchResult, StopReason, Tree,
+};
 use capa_net::NetEvaluator;
 use capa_play::{Player, SearchPlayer, Turn};
 use capa_rules::GameKind;
@@ -24,7 +26,7 @@ use capa_rules::go::{Cell, Go, GoMove};
 use capa_rules::{Color, Game, History, MoveList};
 
 use crate::args::DeviceArgs;
-use crate::gtp_analysis::{Dialect, Request, analysis_line, parse_request};
+use crate::gtp_analysis::{Dialect, Request, Territory, analysis_line, parse_request, shown_moves};
 
 /// Playouts an analysis searches between looks at the input and the clock.
 const ANALYSIS_CHUNK: u32 = 16;
@@ -124,6 +126,16 @@ enum Next {
     Quit,
 }
 
+/// How an analysis command ended.
+enum AnalysisEnd {
+    /// Its answer is complete.
+    Answered,
+    /// The next input line arrived (and is to be carried out).
+    Interrupted(Line),
+    /// The input ended.
+    InputClosed,
+}
+
 impl<const N: usize> Engine<N> {
     fn new(args: &GtpArgs) -> Result<Engine<N>> {
         let network =
@@ -170,35 +182,10 @@ impl<const N: usize> Engine<N> {
             };
             let args: Vec<&str> = words.collect();
             if let Some(dialect) = analysis_dialect(command) {
-                // An analysis answers as it goes: `=`, its lines, and the
-                // empty line once the next input arrives (then carried out).
-                match parse_request(dialect, &args, parse_color) {
-                    Ok(request) if command.ends_with("genmove_analyze") => {
-                        let color = request.color.unwrap_or(self.history.current().turn());
-                        self.give_the_move_to(color);
-                        match self.new_tree(self.history.clone(), false) {
-                            Ok(tree) => {
-                                write_head(&mut output, id)?;
-                                let answer = self.genmove_analyze(tree, &request, &mut output)?;
-                                write!(output, "{answer}\n\n")
-                                    .and_then(|()| output.flush())
-                                    .context("cannot write stdout")?;
-                            }
-                            Err(e) => respond(&mut output, id, Err(format!("{e:#}")))?,
-                        }
-                    }
-                    Ok(request) => match self.new_tree(self.analysed(request.color), true) {
-                        Ok(tree) => {
-                            write_head(&mut output, id)?;
-                            pending = self.analyze(tree, &request, &input, &mut output)?;
-                            writeln!(output).and_then(|()| output.flush()).context("cannot write stdout")?;
-                            if pending.is_none() {
-                                break;
-                            }
-                        }
-                        Err(e) => respond(&mut output, id, Err(format!("{e:#}")))?,
-                    },
-                    Err(e) => respond(&mut output, id, Err(format!("{e:#}")))?,
+                match self.analysis(dialect, command, id, &args, &input, &mut output)? {
+                    AnalysisEnd::Answered => {}
+                    AnalysisEnd::Interrupted(line) => pending = Some(line),
+                    AnalysisEnd::InputClosed => break,
                 }
                 continue;
             }
@@ -212,6 +199,127 @@ impl<const N: usize> Engine<N> {
             }
         }
         Ok(())
+    }
+
+    /// Carries out an analysis command (`dialect`'s `command` with `args`):
+    /// `=`, the lines as it searches, and the end of the answer: for
+    /// `genmove_analyze` the move, else the empty line once the next input
+    /// arrives.
+    fn analysis(
+        &mut self,
+        dialect: Dialect,
+        command: &str,
+        id: Option<u64>,
+        args: &[&str],
+        input: &Receiver<Line>,
+        output: &mut impl Write,
+    ) -> Result<AnalysisEnd> {
+        let request = match parse_request(dialect, args, parse_color).and_then(|request| self.can_answer(request)) {
+            Ok(request) => request,
+            Err(e) => {
+                respond(output, id, Err(format!("{e:#}")))?;
+                return Ok(AnalysisEnd::Answered);
+            }
+        };
+        let genmove = command.ends_with("genmove_analyze");
+        if genmove {
+            self.give_the_move_to(request.color.unwrap_or(self.history.current().turn()));
+        }
+        let history = if genmove { self.history.clone() } else { self.analysed(request.color) };
+        let tree = match self.new_tree(history, !genmove) {
+            Ok(tree) => tree,
+            Err(e) => {
+                respond(output, id, Err(format!("{e:#}")))?;
+                return Ok(AnalysisEnd::Answered);
+            }
+        };
+        write_head(output, id)?;
+        if genmove {
+            let answer = self.genmove_analyze(tree, &request, output)?;
+            write!(output, "{answer}\n\n").and_then(|()| output.flush()).context("cannot write stdout")?;
+            return Ok(AnalysisEnd::Answered);
+        }
+        let next = self.analyze(tree, &request, input, output)?;
+        writeln!(output).and_then(|()| output.flush()).context("cannot write stdout")?;
+        Ok(next.map_or(AnalysisEnd::InputClosed, AnalysisEnd::Interrupted))
+    }
+
+    /// `request` if the network can answer it: `ownership true` needs the
+    /// ownership head.
+    fn can_answer(&self, request: Request) -> Result<Request> {
+        if request.ownership && !self.evaluator.inner().config().ownership_head {
+            bail!("ownership true: this network has no ownership head (train one with [net] ownership_head = true)");
+        }
+        Ok(request)
+    }
+
+    /// Writes `result`'s analysis line for `request`, with the score leads
+    /// and ownership of the network's heads after `history`'s position.
+    fn write_analysis(
+        &self,
+        output: &mut impl Write,
+        request: &Request,
+        history: &History<Go<N>>,
+        result: &SearchResult<Go<N>>,
+    ) -> Result<()> {
+        let territory = self.territory(request, history, result)?;
+        let line = analysis_line(request, result, &territory);
+        if line.is_empty() {
+            return Ok(());
+        }
+        writeln!(output, "{line}").and_then(|()| output.flush()).context("cannot write stdout")
+    }
+
+    /// The network's ownership of `history`'s position (if asked) and the
+    /// score lead after each move the line shows (`kata-analyze`, with the
+    /// score head), in one call. Each lead is the network's after the move,
+    /// for the player to move at the root, komi counted; the search does
+    /// not average it over its tree as KataGo's does.
+    fn territory(
+        &self,
+        request: &Request,
+        history: &History<Go<N>>,
+        result: &SearchResult<Go<N>>,
+    ) -> Result<Territory> {
+        let network = self.evaluator.inner();
+        let scores = request.dialect == Dialect::Kata && network.config().score_head;
+        if !scores && !request.ownership {
+            return Ok(Territory::default());
+        }
+        // The last positions are all the planes see: a short game to play
+        // each shown move in.
+        let positions = history.positions();
+        let recent = positions.len().saturating_sub(HISTORY_LEN);
+        let mut base = History::new(positions[recent].clone());
+        for &m in &history.moves()[recent..] {
+            base.play(m);
+        }
+        let mut requests = vec![LeafRequest::from_history(&base)];
+        if scores {
+            for info in result.moves.iter().take(shown_moves(request, result)) {
+                let mut child = base.clone();
+                child.play(info.mv);
+                requests.push(LeafRequest::from_history(&child));
+            }
+        }
+        let answer = network.analyse(&requests).context("the network's analysis heads")?;
+        let root = history.current();
+        let (player, komi) = (root.turn(), root.komi());
+        // The network gives the area difference for the side to move after
+        // the move: the opponent.
+        let lead = |opponents: f32| if player == Color::Black { -opponents - komi } else { -opponents + komi };
+        let leads = (1..requests.len())
+            .filter_map(|row| answer.area_difference(row).map(|(mean, spread)| (lead(mean), spread)))
+            .collect();
+        let ownership = match request.ownership {
+            // Row by row from the top (the 19th line on 19x19), as KataGo writes them.
+            true => {
+                let root = &answer.ownership[..N * N];
+                (0..N).rev().flat_map(|row| root[row * N..(row + 1) * N].iter().copied()).collect()
+            }
+            false => Vec::new(),
+        };
+        Ok(Territory { leads, ownership })
     }
 
     fn command(&mut self, command: &str, args: &[&str]) -> Result<(String, Next)> {
@@ -347,7 +455,7 @@ impl<const N: usize> Engine<N> {
             if let Some(interval) = request.interval
                 && (last_line.elapsed() >= interval || settled)
             {
-                write_analysis(output, request, &result)?;
+                self.write_analysis(output, request, tree.history(), &result)?;
                 last_line = Instant::now();
             }
         }
@@ -369,7 +477,7 @@ impl<const N: usize> Engine<N> {
                 && last_line.elapsed() >= interval
                 && !done
             {
-                write_analysis(output, request, &result)?;
+                self.write_analysis(output, request, tree.history(), &result)?;
                 last_line = Instant::now();
             }
             last = Some(result);
@@ -379,7 +487,7 @@ impl<const N: usize> Engine<N> {
         }
         // The search's final figures, whatever the clock said.
         if let (Some(_), Some(result)) = (request.interval, &last) {
-            write_analysis(output, request, result)?;
+            self.write_analysis(output, request, tree.history(), result)?;
         }
         let m = last.as_ref().and_then(|result| result.best()).map(|best| best.mv);
         let Some(m) = m else { bail!("the search found no move") };
@@ -460,14 +568,6 @@ fn analysis_dialect(command: &str) -> Option<Dialect> {
 fn write_head(output: &mut impl Write, id: Option<u64>) -> Result<()> {
     let id = id.map(|id| id.to_string()).unwrap_or_default();
     writeln!(output, "={id}").and_then(|()| output.flush()).context("cannot write stdout")
-}
-
-fn write_analysis<G: Game>(output: &mut impl Write, request: &Request, result: &SearchResult<G>) -> Result<()> {
-    let line = analysis_line(request, result);
-    if line.is_empty() {
-        return Ok(());
-    }
-    writeln!(output, "{line}").and_then(|()| output.flush()).context("cannot write stdout")
 }
 
 /// Writes one GTP answer: `=id text` or `?id text`, then an empty line.

@@ -7,8 +7,10 @@
 //! `info move E5 visits 120 winrate 5120 prior 2210 lcb 4990 order 0 pv E5 D4`.
 //! `lz-analyze` gives the win rate, prior and LCB as integers out of 10,000;
 //! `kata-analyze` as floats in `[0, 1]`, with the move's `utility` (its
-//! win-minus-loss value, since capa's networks predict no score). Every
-//! value is for the player the analysis is for.
+//! win-minus-loss value) and, from a network with the score head, its score
+//! lead; with `ownership true` (a network with the ownership head) the line
+//! ends with `ownership` and each point's value. Every value is for the
+//! player the analysis is for.
 
 use std::time::Duration;
 
@@ -39,6 +41,20 @@ pub struct Request {
     pub min_moves: usize,
     /// At most this many moves per line.
     pub max_moves: usize,
+    /// Whether each line ends with the ownership of every point.
+    pub ownership: bool,
+}
+
+/// What a network's ownership and score heads add to a line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Territory {
+    /// For each shown move, in the line's order: the analysed player's
+    /// score lead after it and the spread of the final score, in points.
+    pub leads: Vec<(f32, f32)>,
+    /// Each point's ownership for the analysed player, from -1 to 1, row by
+    /// row from the top-left (A19 on 19x19) to the bottom right; empty
+    /// unless the request asked for it.
+    pub ownership: Vec<f32>,
 }
 
 /// Parses `[player] [interval] KEY VALUE ...` (the interval in
@@ -46,10 +62,10 @@ pub struct Request {
 ///
 /// # Errors
 /// A syntax error naming the word: a number that is not one, a key without
-/// its value, or a key capa does not implement (`allow`, `avoid`, and
-/// `ownership true`, since capa's networks predict no ownership).
+/// its value, or a key capa does not implement (`allow`, `avoid`).
 pub fn parse_request(dialect: Dialect, args: &[&str], parse_color: impl Fn(&str) -> Result<Color>) -> Result<Request> {
-    let mut request = Request { dialect, color: None, interval: None, min_moves: 0, max_moves: usize::MAX };
+    let mut request =
+        Request { dialect, color: None, interval: None, min_moves: 0, max_moves: usize::MAX, ownership: false };
     let mut rest = args;
     if let [first, tail @ ..] = rest
         && first.parse::<u64>().is_err()
@@ -74,8 +90,8 @@ pub fn parse_request(dialect: Dialect, args: &[&str], parse_color: impl Fn(&str)
             "minmoves" => request.min_moves = usize::try_from(number()?).unwrap_or(usize::MAX),
             "maxmoves" => request.max_moves = usize::try_from(number()?).unwrap_or(usize::MAX),
             "ownership" => match *value {
-                "false" => {}
-                "true" => bail!("ownership true: this network predicts no ownership"),
+                "false" => request.ownership = false,
+                "true" => request.ownership = true,
                 _ => bail!("syntax error: ownership '{value}' is not true or false"),
             },
             "allow" | "avoid" => bail!("{key} is not supported: analyse without it"),
@@ -111,24 +127,37 @@ fn lcb(w: f64, visits: u32) -> f64 {
     (w - 1.96 * (w * (1.0 - w) / f64::from(visits)).sqrt()).max(0.0)
 }
 
-/// One analysis line for `result`: the visited moves best first, then
+/// How many of `result`'s moves a line shows: the visited ones, then
 /// unvisited ones by prior up to `min_moves`, at most `max_moves` in all.
-/// An unvisited move shows the root's win rate. Empty when there is no move
-/// to show.
-pub fn analysis_line<G: Game>(request: &Request, result: &SearchResult<G>) -> String {
+pub fn shown_moves<G: Game>(request: &Request, result: &SearchResult<G>) -> usize {
     let visited = result.moves.iter().filter(|m| m.visits > 0).count();
-    let shown = visited.max(request.min_moves).min(request.max_moves);
+    visited.max(request.min_moves).min(request.max_moves).min(result.moves.len())
+}
+
+/// One analysis line for `result`: its [`shown_moves`] best first (an
+/// unvisited move shows the root's win rate), with `territory`'s score
+/// leads (`kata-analyze`) and ownership. Empty when there is no move to show.
+pub fn analysis_line<G: Game>(request: &Request, result: &SearchResult<G>, territory: &Territory) -> String {
     let records: Vec<String> = result
         .moves
         .iter()
-        .take(shown)
+        .take(shown_moves(request, result))
         .enumerate()
-        .map(|(order, m)| record(request.dialect, m, order, result.q))
+        .map(|(order, m)| record(request.dialect, m, order, result.q, territory.leads.get(order)))
         .collect();
-    records.join(" ")
+    if records.is_empty() {
+        return String::new();
+    }
+    let mut line = records.join(" ");
+    if !territory.ownership.is_empty() {
+        let values: Vec<String> = territory.ownership.iter().map(|v| format!("{v:.6}")).collect();
+        line.push_str(" ownership ");
+        line.push_str(&values.join(" "));
+    }
+    line
 }
 
-fn record<G: Game>(dialect: Dialect, m: &MoveInfo<G>, order: usize, root_q: f32) -> String {
+fn record<G: Game>(dialect: Dialect, m: &MoveInfo<G>, order: usize, root_q: f32, lead: Option<&(f32, f32)>) -> String {
     let q = if m.visits > 0 { m.q } else { root_q };
     let w = winrate(q);
     let bound = lcb(w, m.visits);
@@ -140,7 +169,13 @@ fn record<G: Game>(dialect: Dialect, m: &MoveInfo<G>, order: usize, root_q: f32)
             let scaled = |x: f64| (x * 10_000.0).round() as i64;
             format!("winrate {} prior {} lcb {}", scaled(w), scaled(prior), scaled(bound))
         }
-        Dialect::Kata => format!("utility {q:.6} winrate {w:.6} prior {prior:.6} lcb {bound:.6}"),
+        Dialect::Kata => {
+            // KataGo's scoreMean is its scoreLead, kept for older tools.
+            let score = lead.map_or_else(String::new, |(lead, spread)| {
+                format!(" scoreMean {lead:.6} scoreStdev {spread:.6} scoreLead {lead:.6}")
+            });
+            format!("utility {q:.6} winrate {w:.6}{score} prior {prior:.6} lcb {bound:.6}")
+        }
     };
     format!("info move {} visits {} {values} order {order} pv {}", m.mv, m.visits, pv.join(" "))
 }
@@ -172,11 +207,12 @@ mod tests {
             (Some(Color::White), Some(Duration::from_millis(200)), 3, 5)
         );
         assert_eq!(parse(&["0"]).unwrap().interval, None);
+        assert!(parse(&["ownership", "true"]).unwrap().ownership);
+        assert!(!keys.ownership);
         for (args, error) in [
             (&["x"][..], "'x' is not a color"),
             (&["10", "minmoves"][..], "'minmoves' needs a value"),
             (&["maxmoves", "many"][..], "maxmoves 'many' is not a whole number"),
-            (&["ownership", "true"][..], "predicts no ownership"),
             (&["ownership", "yes"][..], "ownership 'yes'"),
             (&["avoid", "b"][..], "avoid is not supported"),
             (&["10", "rootInfo", "true"][..], "unknown key 'rootInfo'"),

@@ -20,8 +20,11 @@ pub enum SgfCommand {
     /// broken syntax, an illegal move, no or an unknown result, moves out of
     /// turn) is skipped with a warning naming file, game, line and move.
     /// Positions (stones, side to move, ko) already an example are dropped.
-    /// The last line on stdout sums up: files, games read, converted,
-    /// skipped by reason, examples written, tactical, duplicates, speed.
+    /// A game whose final position, counted by area, shows its recorded
+    /// margin ends scored, and trains Go's ownership and score heads. The
+    /// last line on stdout sums up: files, games read, converted (how many
+    /// scored), skipped by reason, examples written, tactical, duplicates,
+    /// speed.
     Convert(ConvertArgs),
     /// Draw training examples picked at random from `capa sgf convert`'s
     /// records as a contact sheet (PNG): each board before the move, the
@@ -129,11 +132,14 @@ fn convert(args: ConvertArgs) -> Result<()> {
     let seconds = started.elapsed().as_secs_f64().max(1e-9);
     let skipped: Vec<String> = summary.skipped.iter().map(|(reason, n)| format!("{reason} {n}")).collect();
     println!(
-        "{} files, {} games read, {} converted, skipped {} ({}); {} examples written ({} tactical), {} duplicates \
-         dropped; {:.0} examples/s",
+        "{} files, {} games read, {} converted ({} scored on the board, with ownership and score targets; {} not: \
+         resigned, on time, or counted with dead stones left), skipped {} ({}); {} examples written ({} tactical), \
+         {} duplicates dropped; {:.0} examples/s",
         summary.files,
         summary.games,
         summary.converted,
+        summary.scored,
+        summary.converted - summary.scored,
         summary.skipped.values().sum::<usize>(),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") },
         summary.examples,

@@ -92,12 +92,16 @@ struct Record {
     lcb: f64,
     order: u64,
     pv: Vec<String>,
+    score_lead: Option<f64>,
+    score_stdev: Option<f64>,
 }
 
-/// Parses an analysis line into its records; `lz` values are integers out
-/// of 10,000, KataGo's floats in [0, 1] (both returned in [0, 1]).
-fn parse_analysis(line: &str, lz: bool) -> Vec<Record> {
+/// Parses an analysis line into its records and, after `ownership`, the
+/// ownership of every point (floats in [-1, 1]); `lz` values are integers
+/// out of 10,000, KataGo's floats in [0, 1] (both returned in [0, 1]).
+fn parse_analysis(line: &str, lz: bool) -> (Vec<Record>, Vec<f64>) {
     let mut records: Vec<Record> = Vec::new();
+    let mut ownership = Vec::new();
     let mut words = line.split_whitespace().peekable();
     let unit = |text: &str| -> f64 {
         if lz {
@@ -114,6 +118,14 @@ fn parse_analysis(line: &str, lz: bool) -> Vec<Record> {
         if word == "info" {
             records.push(Record::default());
             continue;
+        }
+        if word == "ownership" {
+            for value in words.by_ref() {
+                let value: f64 = value.parse().unwrap_or_else(|_| panic!("{value} is not a number: {line}"));
+                assert!((-1.0..=1.0).contains(&value), "ownership {value} outside [-1, 1]: {line}");
+                ownership.push(value);
+            }
+            break;
         }
         let record = records.last_mut().unwrap_or_else(|| panic!("a line starts with `info`: {line}"));
         if word == "pv" {
@@ -133,29 +145,42 @@ fn parse_analysis(line: &str, lz: bool) -> Vec<Record> {
             "prior" => record.prior = unit(value),
             "lcb" => record.lcb = unit(value),
             "order" => record.order = value.parse().unwrap(),
+            "scoreLead" => record.score_lead = Some(value.parse().unwrap()),
+            "scoreStdev" => record.score_stdev = Some(value.parse().unwrap()),
             _ => {}
         }
     }
-    records
+    (records, ownership)
 }
 
 /// Checks an analysis answer (`=id`, then its lines) on `position`: every
 /// line parses, its moves and variations are legal, `order` counts from 0,
-/// the best move has the most visits, and the LCB is below the win rate.
+/// the best move has the most visits, and the LCB is below the win rate;
+/// with `territory` (a network with the ownership and score heads, asked
+/// for `ownership true`), every move has a score lead within the board's
+/// area and a spread, and the line ends with one ownership per point.
 fn check_analysis<const N: usize>(
     answer: &str,
     id: &str,
     position: &Go<N>,
     lz: bool,
     moves: std::ops::RangeInclusive<usize>,
+    territory: bool,
 ) {
     let mut lines = answer.lines();
     assert_eq!(lines.next(), Some(format!("={id}").as_str()), "{answer}");
     let lines: Vec<&str> = lines.collect();
     assert!(!lines.is_empty(), "at least one analysis line: {answer}");
     for line in lines {
-        let records = parse_analysis(line, lz);
+        let (records, ownership) = parse_analysis(line, lz);
         assert!(moves.contains(&records.len()), "{} moves, wanted {moves:?}: {line}", records.len());
+        assert_eq!(ownership.len(), if territory { N * N } else { 0 }, "{line}");
+        let area = (N * N) as f64 + 10.0;
+        let scored = |r: &Record| {
+            r.score_lead.is_some_and(|lead| lead.abs() <= area)
+                && r.score_stdev.is_some_and(|s| (0.0..area).contains(&s))
+        };
+        assert!(records.iter().all(|r| scored(r) == territory), "{line}");
         for (i, record) in records.iter().enumerate() {
             assert_eq!(record.order, i as u64, "{line}");
             assert!(position.parse_move(&record.mv).is_ok(), "{} is legal: {line}", record.mv);
@@ -239,35 +264,62 @@ fn analysis_commands_answer_as_go_front_ends_read_them() {
 
     // KataGo's format for white, to move, ended by the next command.
     let answer = session.analyze("1 kata-analyze 5 maxmoves 4", "2 name\n");
-    check_analysis(&answer, "1", &position, false, 1..=4);
+    check_analysis(&answer, "1", &position, false, 1..=4, false);
     assert_eq!(session.answer(), "=2 capa");
     // Leela Zero's, with unvisited moves to make up `minmoves`, ended by an empty line.
     let answer = session.analyze("lz-analyze w interval 5 minmoves 30", "\n");
-    check_analysis(&answer, "", &position, true, 30..=80);
+    check_analysis(&answer, "", &position, true, 30..=80, false);
     // Analysis for the side not to move leaves the game as it was.
     let answer = session.analyze("kata-analyze b 5", "3 capa-fen\n");
-    check_analysis(&answer, "", &position.clone().with_turn(capa_rules::Color::Black), false, 1..=80);
+    check_analysis(&answer, "", &position.clone().with_turn(capa_rules::Color::Black), false, 1..=80, false);
     assert!(session.answer().starts_with("=3 "));
     // genmove_analyze: analysis lines, then the move played.
     session.send("4 kata-genmove_analyze w 1\n");
     let answer = session.answer();
     let (lines, played) = answer.rsplit_once('\n').unwrap();
     let reply = played.strip_prefix("play ").unwrap_or_else(|| panic!("{answer}"));
-    check_analysis(lines, "4", &position, false, 1..=80);
+    check_analysis(lines, "4", &position, false, 1..=80, false);
     assert!(position.parse_move(reply).is_ok(), "{answer}");
     session.send("undo\nkata-analyze ownership true\nlz-analyze 10 avoid b D4 1\nlz-analyze 10 minmoves\nquit\n");
     assert_eq!(session.answer(), "=");
-    assert_eq!(session.answer(), "? ownership true: this network predicts no ownership");
+    assert_eq!(
+        session.answer(),
+        "? ownership true: this network has no ownership head (train one with [net] ownership_head = true)"
+    );
     assert!(session.answer().starts_with("? avoid is not supported"));
     assert_eq!(session.answer(), "? syntax error: 'minmoves' needs a value");
     assert_eq!(session.answer(), "=");
     assert!(session.child.wait().unwrap().success());
 
-    // 19x19: the letters skip I, up to T19.
-    let mut session = Session::start(&network(GameKind::Go19, "a"));
-    let answer = session.analyze("kata-analyze 5 minmoves 361", "quit\n");
-    check_analysis(&answer, "", &capa_rules::go::Go19::startpos(), false, 361..=362);
+    // A network with the ownership and score heads: each move's score lead,
+    // and every point's ownership, on 9x9 and on 19x19 (whose letters skip
+    // I, up to T19).
+    let mut session = Session::start(&territory_network(GameKind::Go9));
+    session.send("play b E5\n");
     assert_eq!(session.answer(), "=");
+    let answer = session.analyze("1 kata-analyze 50 ownership true", "2 name\n");
+    check_analysis(&answer, "1", &position, false, 1..=81, true);
+    assert_eq!(session.answer(), "=2 capa");
+    session.send("quit\n");
+    assert_eq!(session.answer(), "=");
+    let mut session = Session::start(&territory_network(GameKind::Go19));
+    let answer = session.analyze("kata-analyze 50 minmoves 361 ownership true", "quit\n");
+    check_analysis(&answer, "", &capa_rules::go::Go19::startpos(), false, 361..=362, true);
+    assert_eq!(session.answer(), "=");
+}
+
+/// A small Go network with the ownership and score heads.
+fn territory_network(game: GameKind) -> std::path::PathBuf {
+    let config = capa_net::NetConfig {
+        channels: 16,
+        blocks: 1,
+        groups: 4,
+        transformer_blocks: 0,
+        ownership_head: true,
+        score_head: true,
+        ..capa_net::NetConfig::small(game)
+    };
+    crate::network_of(&config, "territory")
 }
 
 #[test]
@@ -315,7 +367,9 @@ fn sgf_convert_sums_up_and_names_bad_games() {
     let summary = stdout(&run);
     assert!(
         summary.starts_with(
-            "2 files, 3 games read, 1 converted, skipped 2 (illegal move 1, wrong board size 1); 3 examples written"
+            "2 files, 3 games read, 1 converted (0 scored on the board, with ownership and score targets; 1 not: \
+             resigned, on time, or counted with dead stones left), skipped 2 (illegal move 1, wrong board size 1); \
+             3 examples written"
         ),
         "{summary}"
     );

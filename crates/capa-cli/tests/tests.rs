@@ -151,10 +151,16 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// A small network with fresh weights, written once per game, name and process.
 pub fn network(game: GameKind, name: &str) -> PathBuf {
-    let path = scratch(&format!("{}-{name}.safetensors", game.name()));
+    let config = NetConfig { channels: 32, blocks: 2, transformer_blocks: 1, heads: 4, ..NetConfig::small(game) };
+    network_of(&config, name)
+}
+
+/// A fresh network of `config` in the scratch folder (written once), named
+/// by its game and `name`.
+pub fn network_of(config: &NetConfig, name: &str) -> PathBuf {
+    let path = scratch(&format!("{}-{name}.safetensors", config.game.name()));
     if !path.exists() {
-        let config = NetConfig { channels: 32, blocks: 2, transformer_blocks: 1, heads: 4, ..NetConfig::small(game) };
-        save_net(&Net::<Flex>::new(&config, &FlexDevice), &path).unwrap();
+        save_net(&Net::<Flex>::new(config, &FlexDevice), &path).unwrap();
     }
     path
 }

@@ -33,7 +33,10 @@ pub enum Ending {
     Rules(Termination),
     /// The loser resigned.
     Resignation,
-    /// Won on material at the ply cap (the trainer's `game.ply_cap_win_margin`).
+    /// Decided outside the rules: won on material (Go: on the score) at the
+    /// ply cap (the trainer's `game.ply_cap_win_margin`), or a converted Go
+    /// record won on time or forfeit, or counted with dead stones left on
+    /// the board.
     Adjudication,
 }
 

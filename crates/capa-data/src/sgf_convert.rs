@@ -109,6 +109,9 @@ pub struct ConvertSummary {
     pub duplicates: u64,
     /// Examples that are tactical.
     pub tactical: u64,
+    /// Games converted whose final position shows the recorded score:
+    /// they carry Go's ownership and score targets.
+    pub scored: usize,
 }
 
 /// Converts every game of `files` (`.sgf`, `.sgf.gz`) played on N x N into
@@ -253,11 +256,8 @@ fn examples<const N: usize>(
             visits: vec![(u16::try_from(position.policy_index(m)).expect("a Go policy index fits"), 1.0)],
         });
     }
-    let ending = if game.result_text.contains("+R") {
-        Ending::Resignation
-    } else {
-        Ending::Rules(capa_rules::Termination::Scored)
-    };
+    let ending = ending_of(game, &replay.end);
+    summary.scored += usize::from(ending == Ending::Rules(capa_rules::Termination::Scored));
     Ok(GameRecord {
         start: replay.positions.first().unwrap_or(&replay.end).clone(),
         network: format!("sgf:{}", game.properties.get("GN").map_or("", String::as_str)),
@@ -267,6 +267,26 @@ fn examples<const N: usize>(
         ending,
         resignation: Resignation::default(),
     })
+}
+
+/// How a game ended: scored where its final position, counted by area with
+/// its komi, shows the margin its result records (the stones on the board
+/// are the ones that count: the final owners of its points, the ownership
+/// target, are known); resigned; otherwise decided outside the rules (a
+/// count with dead stones left on the board, time, forfeit).
+fn ending_of<const N: usize>(game: &SgfGame, end: &Go<N>) -> Ending {
+    let margin = match game.result {
+        Some(SgfResult::Draw) => Some(0.0),
+        _ => game.result_text.split_once('+').and_then(|(color, points)| {
+            let points = points.trim().parse::<f32>().ok()?;
+            Some(if color.trim().eq_ignore_ascii_case("w") { -points } else { points })
+        }),
+    };
+    match margin {
+        Some(margin) if (end.score() - margin).abs() < 0.25 => Ending::Rules(capa_rules::Termination::Scored),
+        None if game.result_text.contains("+R") => Ending::Resignation,
+        _ => Ending::Adjudication,
+    }
 }
 
 /// The candidates kept under `max_per_game`: every one when they fit;

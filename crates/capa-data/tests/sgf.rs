@@ -186,7 +186,7 @@ fn stones<const N: usize>(go: &Go<N>) -> Vec<(String, String)> {
 }
 
 mod convert {
-    use capa_data::{ConvertOptions, GameRecord, Tactics, convert_sgf};
+    use capa_data::{ConvertOptions, Ending, GameRecord, Tactics, convert_sgf};
     use capa_rules::Game;
     use capa_rules::go::Go9;
 
@@ -256,6 +256,26 @@ mod convert {
         let (summary, _, examples) =
             run("cap", std::slice::from_ref(&file), &ConvertOptions { max_per_game: 2, ..options() });
         assert_eq!((summary.examples, examples), (5, vec![2, 2, 1]));
+        std::fs::remove_file(file).unwrap();
+    }
+
+    /// A game is scored, and carries the ownership and score targets, only
+    /// where its final position shows the recorded margin.
+    #[test]
+    fn games_are_scored_where_the_final_position_shows_the_result() {
+        let text = "(;SZ[9]KM[7.5]RE[W+7.5];B[];W[])(;SZ[9]KM[7.5]RE[B+73.5];B[ee];W[];B[])\
+                    (;SZ[9]KM[7.5]RE[B+5.5];B[ee];W[];B[])(;SZ[9]KM[7.5]RE[B+R];B[ee])(;SZ[9]KM[7.5]RE[W+T];B[ee])";
+        let file = fixture_file("scored", text);
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capa-sgf-convert-scored");
+        let _ = std::fs::remove_dir_all(&out);
+        let summary = convert_sgf::<9>(std::slice::from_ref(&file), &out, &options(), &mut |_| {}).unwrap();
+        assert_eq!((summary.converted, summary.scored), (5, 2));
+        let mut paths: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        let endings: Vec<Ending> = paths.iter().map(|path| GameRecord::<Go9>::read(path).unwrap().ending).collect();
+        let scored = Ending::Rules(capa_rules::Termination::Scored);
+        assert_eq!(endings, [scored, scored, Ending::Adjudication, Ending::Resignation, Ending::Adjudication]);
+        std::fs::remove_dir_all(&out).unwrap();
         std::fs::remove_file(file).unwrap();
     }
 

@@ -83,6 +83,22 @@ pub struct NetConfig {
     /// Hidden width of the value head.
     #[serde(default = "default_value_hidden")]
     pub value_hidden: usize,
+    /// Go: the ownership head, each point's owner at the end of the game
+    /// (KataGo's ownership target), learned from games that ended scored.
+    #[serde(default)]
+    pub ownership_head: bool,
+    /// Go: the score head, a distribution over the final area difference
+    /// for the side to move (KataGo's score belief), learned from games
+    /// that ended scored. Its mean and spread are the score lead that
+    /// analysis reports.
+    #[serde(default)]
+    pub score_head: bool,
+}
+
+/// Outputs of `game`'s score head: one per area difference for the side
+/// to move, from -squares to +squares.
+pub fn score_bins(game: GameKind) -> usize {
+    2 * game.squares() + 1
 }
 
 /// Which network the architecture describes.
@@ -203,6 +219,8 @@ impl NetConfig {
             position_embedding: false,
             value_channels: default_value_channels(),
             value_hidden: default_value_hidden(),
+            ownership_head: false,
+            score_head: false,
         }
     }
 
@@ -284,10 +302,12 @@ impl NetConfig {
             + policy_head * (1 + usize::from(self.future_head))
             + scalar_head(self.value_channels, self.value_hidden, 3)
             + scalar_head(MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, 1)
+            + if self.ownership_head { linear(c, POLICY_CHANNELS) + linear(POLICY_CHANNELS, 1) } else { 0 }
+            + if self.score_head { scalar_head(self.value_channels, self.value_hidden, score_bins(game)) } else { 0 }
     }
 
     /// Floating-point operations of one position's forward pass without the
-    /// future head: two per multiply-add of the convolutions, the dense
+    /// future, ownership and score heads (a search runs none of them): two per multiply-add of the convolutions, the dense
     /// layers and the attention; element-wise work is left out. Training
     /// costs about three times this (and the future head).
     pub fn forward_flops(&self) -> f64 {
@@ -370,6 +390,13 @@ impl NetConfig {
         if self.policy_head == PolicyHeadKind::Conv && !self.game.is_chess() {
             return fail(format!(
                 "policy_head = \"conv\" draws a chess game's move planes; {} networks use policy_head = \"dense\"",
+                self.game.name()
+            ));
+        }
+        if (self.ownership_head || self.score_head) && self.game.is_chess() {
+            return fail(format!(
+                "ownership_head and score_head learn who owns each point at the end of a Go game; {} networks \
+                 have neither",
                 self.game.name()
             ));
         }

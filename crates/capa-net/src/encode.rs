@@ -41,6 +41,16 @@ pub trait NetGame: Game {
     /// If `history` is empty, the slices' lengths differ, or `out` has the
     /// wrong length: callers size them from the same request.
     fn encode(history: &[Self], repeated: &[bool], out: &mut [f32]);
+
+    /// The ownership target of a game's final position, for the ownership
+    /// and score heads: each square's owner under area scoring, as 1 for
+    /// `perspective`, -1 for its opponent and 0 for neither, written into
+    /// `out` (one per square, in the input planes' order). Returns false,
+    /// and leaves `out` alone, for a game without owners (chess).
+    fn final_owners(&self, perspective: Color, out: &mut [f32]) -> bool {
+        let _ = (perspective, out);
+        false
+    }
 }
 
 /// The planes of a chess game: per history slot its pieces and a repetition
@@ -265,6 +275,20 @@ impl<const N: usize> NetGame for Go<N> {
         }
         let komi = if us == Color::White { current.komi() } else { -current.komi() };
         next().fill(komi / 15.0);
+    }
+
+    fn final_owners(&self, perspective: Color, out: &mut [f32]) -> bool {
+        let mut owners = [None; 19 * 19];
+        let owners = &mut owners[..N * N];
+        self.owners(owners);
+        for (target, owner) in out.iter_mut().zip(owners.iter()) {
+            *target = match owner {
+                Some(color) if *color == perspective => 1.0,
+                Some(_) => -1.0,
+                None => 0.0,
+            };
+        }
+        true
     }
 }
 

@@ -14,11 +14,11 @@ use capa_rules::GameKind;
 
 use crate::backend::{BackendTask, with_backend};
 use crate::checkpoint::{load_checkpoint, load_net, load_net_into, net_bytes, save_checkpoint};
-use crate::config::{NetConfig, input_planes};
+use crate::config::{NetConfig, input_planes, score_bins};
 use crate::device::{BackendKind, DeviceSpec};
 use crate::error::NetError;
-use crate::loss::{LossWeights, Targets, losses};
-use crate::model::Net;
+use crate::loss::{LossWeights, Targets, TerritoryTargets, losses};
+use crate::model::{Heads, Net};
 use crate::ops::{CapaAutodiffBackend, CapaBackend};
 use crate::panics::quietly;
 use crate::threads::{HostOutput, NetThreads, forward_on_host};
@@ -45,6 +45,14 @@ pub struct HostBatch {
     /// `[size]`, or empty: the policy index of the move each position's
     /// record names best, which the top-1 agreement counts against.
     pub best: Vec<u32>,
+    /// Go, `[size, squares]`, or empty: each point's owner at the end of
+    /// the game, 1 the side to move's, -1 the opponent's, 0 neither's;
+    /// zeros where the game did not end scored.
+    pub ownership: Vec<f32>,
+    /// Go, `[size, 2 squares + 1]`, or empty: the final area difference for
+    /// the side to move, one-hot from -squares to +squares; zeros where the
+    /// game did not end scored.
+    pub score: Vec<f32>,
 }
 
 impl HostBatch {
@@ -59,6 +67,13 @@ impl HostBatch {
             wdl: Tensor::from_data(TensorData::new(self.wdl, [n, 3]), device),
             moves_left: Tensor::from_data(TensorData::new(self.moves_left, [n, 1]), device),
             future: Tensor::from_data(TensorData::new(self.future, [n, policy]), device),
+            territory: (!self.score.is_empty()).then(|| {
+                let owned: Vec<f32> = self.ownership.iter().map(|owner| (1.0 + owner) / 2.0).collect();
+                TerritoryTargets {
+                    ownership: Tensor::from_data(TensorData::new(owned, [n, game.squares()]), device),
+                    score: Tensor::from_data(TensorData::new(self.score, [n, score_bins(game)]), device),
+                }
+            }),
         };
         (planes, targets)
     }
@@ -226,7 +241,7 @@ impl Inference {
     /// # Errors
     /// [`NetError::Config`] when `planes` is not that long;
     /// [`NetError::Backend`] when the GPU runtime fails.
-    pub fn forward(&self, planes: Vec<f32>, rows: usize) -> Result<HostOutput, NetError> {
+    pub fn forward(&self, planes: Vec<f32>, rows: usize, heads: Heads) -> Result<HostOutput, NetError> {
         let game = self.config().game;
         let wanted = rows * input_planes(game) * game.ranks() * game.files();
         if planes.len() != wanted {
@@ -236,7 +251,7 @@ impl Inference {
                 planes.len()
             )));
         }
-        guarded(self.spec, || self.net.forward(planes, rows))
+        guarded(self.spec, || self.net.forward(planes, rows, heads))
     }
 
     /// The losses on `batch` with `weights`, and the top-1 agreement.
@@ -303,7 +318,7 @@ impl<B: CapaAutodiffBackend> TrainOn for TrainerOn<B> {
 trait InferOn: Send + Sync {
     fn config(&self) -> &NetConfig;
     fn to_bytes(&self) -> Result<Vec<u8>, NetError>;
-    fn forward(&self, planes: Vec<f32>, rows: usize) -> HostOutput;
+    fn forward(&self, planes: Vec<f32>, rows: usize, heads: Heads) -> HostOutput;
     fn losses(&self, batch: HostBatch, weights: &LossWeights) -> BatchLosses;
     fn threads(&self) -> Result<NetThreads, NetError>;
 }
@@ -333,8 +348,8 @@ impl<B: CapaBackend> InferOn for NetOn<B> {
         net_bytes(&self.weights)
     }
 
-    fn forward(&self, planes: Vec<f32>, rows: usize) -> HostOutput {
-        forward_on_host(&self.net, planes, rows, &self.devices[0])
+    fn forward(&self, planes: Vec<f32>, rows: usize, heads: Heads) -> HostOutput {
+        forward_on_host(&self.net, planes, rows, &self.devices[0], heads)
     }
 
     fn losses(&self, mut batch: HostBatch, weights: &LossWeights) -> BatchLosses {
@@ -353,7 +368,7 @@ impl<B: CapaBackend> InferOn for NetOn<B> {
             }
             Tensor::from_data(TensorData::new(one_hot, [best.len(), width]), device)
         };
-        let output = self.net.forward(planes, true);
+        let output = self.net.forward(planes, Heads::ALL);
         // The network's choice: the largest logit among legal moves.
         let masked = output.policy.clone().mask_fill(targets.legal.clone().bool_not(), f32::NEG_INFINITY);
         let chosen = reference.clone().gather(1, masked.argmax(1));

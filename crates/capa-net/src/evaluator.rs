@@ -13,10 +13,11 @@ use capa_mcts::{EvalError, Evaluations, Evaluator, LeafRequest, Value};
 use rayon::prelude::*;
 
 use crate::NetError;
+use crate::config::NetConfig;
 use crate::device::DeviceSpec;
 use crate::encode::{NetGame, encode_batch};
 use crate::erased::Inference;
-use crate::model::Net;
+use crate::model::{Heads, Net};
 use crate::ops::CapaBackend;
 use crate::threads::{HostOutput, NetThreads};
 
@@ -59,14 +60,29 @@ impl<G: NetGame> NetEvaluator<G> {
     }
 
     fn on(threads: NetThreads) -> Result<NetEvaluator<G>, NetError> {
-        let game = threads.game();
+        let game = threads.config().game;
         if game.name() != G::NAME {
             return Err(NetError::Config(format!("the network plays {}, not {}", game.name(), G::NAME)));
         }
         Ok(NetEvaluator { threads, policy_size: game.policy_size(), _game: PhantomData })
     }
 
-    fn run(&self, batch: &[LeafRequest<G>]) -> Result<HostOutput, String> {
+    /// The network's architecture: which heads it has.
+    pub fn config(&self) -> &NetConfig {
+        self.threads.config()
+    }
+
+    /// The network's outputs for `batch`, with the ownership and score
+    /// where it has those heads (analysis; a search needs neither). Row `i`
+    /// of the answer is request `i`'s.
+    ///
+    /// # Errors
+    /// A request without a position, or a failed network call.
+    pub fn analyse(&self, batch: &[LeafRequest<G>]) -> Result<HostOutput, NetError> {
+        self.run(batch, Heads::ANALYSIS).map_err(NetError::Backend)
+    }
+
+    fn run(&self, batch: &[LeafRequest<G>], heads: Heads) -> Result<HostOutput, String> {
         if let Some(i) = batch.iter().position(|r| r.history().is_empty() || r.history().len() != r.repeated().len()) {
             return Err(format!("request {i} of the batch has no position or mismatched repetition flags"));
         }
@@ -74,7 +90,7 @@ impl<G: NetGame> NetEvaluator<G> {
         // Padding rows stay zero.
         let mut planes = vec![0.0; rows * G::INPUT_LEN];
         encode_batch::<G>(batch.par_iter().map(|r| (r.history(), r.repeated())), &mut planes);
-        self.threads.run(planes, rows)
+        self.threads.run(planes, rows, heads)
     }
 }
 
@@ -83,7 +99,7 @@ impl<G: NetGame> Evaluator<G> for NetEvaluator<G> {
         if batch.is_empty() {
             return Ok(());
         }
-        let answer = self.run(batch)?;
+        let answer = self.run(batch, Heads::SEARCH)?;
         let used = batch.len();
         let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
         if !(finite(&answer.policy[..used * self.policy_size])

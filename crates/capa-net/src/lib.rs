@@ -1,6 +1,6 @@
 //! capa's network on burn: a ResNet with squeeze-excitation, transformer
 //! blocks with relative position bias, and policy, WDL, moves-left and
-//! future-move heads; the input encoders, the losses and optimizers,
+//! future-move heads (and Go's ownership and score); the input encoders, the losses and optimizers,
 //! network files and checkpoints, and the search's [`Evaluator`](capa_mcts::Evaluator).
 //!
 //! Code that runs the network is generic over burn's `Backend`; the
@@ -42,15 +42,15 @@ pub use checkpoint::{
 };
 pub use config::{
     Activation, FfnKind, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, NetConfig, NetFamily, NormKind, PolicyHeadKind,
-    input_planes,
+    input_planes, score_bins,
 };
 pub use device::{BackendKind, DeviceSpec};
 pub use encode::{NetGame, encode_batch};
 pub use erased::{BatchLosses, HostBatch, Inference, Start, Training};
 pub use error::NetError;
 pub use evaluator::NetEvaluator;
-pub use loss::{LossWeights, Losses, Targets, losses, soft_cross_entropy};
-pub use model::{MOVES_LEFT_SCALE, Net, NetOutput};
+pub use loss::{LossWeights, Losses, Targets, TerritoryTargets, losses, soft_cross_entropy};
+pub use model::{Heads, MOVES_LEFT_SCALE, Net, NetOutput};
 pub use ops::{CapaAutodiffBackend, CapaBackend, mish};
 pub use precision::Precision;
 pub use store::{Stored, Tensors};

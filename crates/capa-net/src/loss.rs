@@ -1,6 +1,7 @@
-//! The four losses and their weights.
+//! The losses of the network's heads and their weights.
 
 use burn::prelude::*;
+use burn::tensor::activation::softplus;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{MOVES_LEFT_SCALE, NetOutput};
@@ -26,23 +27,44 @@ pub struct LossWeights {
     pub moves_left: f32,
     /// Future-move cross-entropy (0 switches the head's training off).
     pub future: f32,
+    /// Go: the ownership head's binary cross-entropy, averaged over the
+    /// points (KataGo weighs its sum by 1.5 / points).
+    pub ownership: f32,
+    /// Go: the score head's cross-entropy over area differences.
+    pub score: f32,
 }
 
+/// The heads' losses in the order training reports and shares them:
+/// policy, WDL, moves-left, future, ownership, score.
+pub(crate) const HEADS: usize = 6;
+
 impl LossWeights {
-    /// Each weight times its share (policy, WDL, moves-left, future).
-    pub(crate) fn scaled(&self, shares: [f32; 4]) -> LossWeights {
+    /// Each weight times its share (in [`HEADS`] order).
+    pub(crate) fn scaled(&self, shares: [f32; HEADS]) -> LossWeights {
         LossWeights {
             policy: self.policy * shares[0],
             wdl: self.wdl * shares[1],
             moves_left: self.moves_left * shares[2],
             future: self.future * shares[3],
+            ownership: self.ownership * shares[4],
+            score: self.score * shares[5],
         }
+    }
+
+    /// Whether the ownership and score heads are trained.
+    pub(crate) fn territory(&self) -> bool {
+        self.ownership > 0.0 || self.score > 0.0
     }
 }
 
 impl Default for LossWeights {
+    /// KataGo's weights for the future move (0.15) and ownership (1.5). The
+    /// score's cross-entropy spreads over hundreds of area differences, and
+    /// its weight keeps it from outweighing the value's (KataGo gives its
+    /// score belief 0.02, with a second term on the cumulative distribution
+    /// that capa does not have).
     fn default() -> LossWeights {
-        LossWeights { policy: 1.0, wdl: 1.0, moves_left: 0.1, future: 0.15 }
+        LossWeights { policy: 1.0, wdl: 1.0, moves_left: 0.1, future: 0.15, ownership: 1.5, score: 0.05 }
     }
 }
 
@@ -64,6 +86,26 @@ pub struct Targets<B: Backend> {
     /// One-hot future move, `[batch, policy_size]`; rows of zeros where the
     /// game ended before it (they add nothing to the loss).
     pub future: Tensor<B, 2>,
+    /// Go's targets from the end of the game; `None` for chess games.
+    pub territory: Option<TerritoryTargets<B>>,
+}
+
+/// What the end of a Go game scored by area says about each of its positions.
+#[derive(Clone, Debug)]
+pub struct TerritoryTargets<B: Backend> {
+    /// Whether the side to move owns each point at the end: 1 its, 0 the
+    /// opponent's, 0.5 neither's; `[batch, squares]`.
+    pub ownership: Tensor<B, 2>,
+    /// The final area difference for the side to move, one-hot over -squares
+    /// to +squares, `[batch, 2 squares + 1]`; rows of zeros where the game
+    /// did not end scored (the row's ownership then counts nothing).
+    pub score: Tensor<B, 2>,
+}
+
+impl<B: Backend> TerritoryTargets<B> {
+    fn map(self, f: impl Fn(Tensor<B, 2>) -> Tensor<B, 2>) -> TerritoryTargets<B> {
+        TerritoryTargets { ownership: f(self.ownership), score: f(self.score) }
+    }
 }
 
 impl<B: Backend> Targets<B> {
@@ -76,6 +118,7 @@ impl<B: Backend> Targets<B> {
             wdl: self.wdl.clone().narrow(0, start, len),
             moves_left: self.moves_left.clone().narrow(0, start, len),
             future: self.future.clone().narrow(0, start, len),
+            territory: self.territory.clone().map(|t| t.map(|t| t.narrow(0, start, len))),
         }
     }
 
@@ -87,6 +130,7 @@ impl<B: Backend> Targets<B> {
             wdl: self.wdl.to_device(device),
             moves_left: self.moves_left.to_device(device),
             future: self.future.to_device(device),
+            territory: self.territory.map(|t| t.map(|t| t.to_device(device))),
         }
     }
 }
@@ -104,6 +148,17 @@ pub struct Losses<B: Backend> {
     pub moves_left: Tensor<B, 1>,
     /// Future-move cross-entropy (zero without the head).
     pub future: Tensor<B, 1>,
+    /// Ownership binary cross-entropy per point (zero without the head).
+    pub ownership: Tensor<B, 1>,
+    /// Score cross-entropy (zero without the head).
+    pub score: Tensor<B, 1>,
+}
+
+impl<B: Backend> Losses<B> {
+    /// The losses in [`HEADS`] order.
+    pub(crate) fn heads(&self) -> [Tensor<B, 1>; HEADS] {
+        [&self.policy, &self.wdl, &self.moves_left, &self.future, &self.ownership, &self.score].map(Clone::clone)
+    }
 }
 
 /// Cross-entropy of `logits` against soft `targets`, averaged over the rows
@@ -129,11 +184,31 @@ pub fn losses<B: CapaBackend>(output: NetOutput<B>, targets: Targets<B>, weights
         Some(logits) => soft_cross_entropy(logits, targets.future, None),
         None => policy.zeros_like(),
     };
+    let (ownership, score) = match targets.territory {
+        Some(TerritoryTargets { ownership: owned, score: margin }) => (
+            output.ownership.map_or_else(|| policy.zeros_like(), |logits| ownership_loss(logits, owned, &margin)),
+            output.score.map_or_else(|| policy.zeros_like(), |logits| soft_cross_entropy(logits, margin, None)),
+        ),
+        None => (policy.zeros_like(), policy.zeros_like()),
+    };
     let total = policy.clone().mul_scalar(weights.policy)
         + wdl.clone().mul_scalar(weights.wdl)
         + moves_left.clone().mul_scalar(weights.moves_left)
-        + future.clone().mul_scalar(weights.future);
-    Losses { total, policy, wdl, moves_left, future }
+        + future.clone().mul_scalar(weights.future)
+        + ownership.clone().mul_scalar(weights.ownership)
+        + score.clone().mul_scalar(weights.score);
+    Losses { total, policy, wdl, moves_left, future, ownership, score }
+}
+
+/// Binary cross-entropy of each point's ownership `logits` against the
+/// `owned` probabilities, averaged over the points of the rows whose
+/// `margin` target is present (the games that ended scored).
+fn ownership_loss<B: Backend>(logits: Tensor<B, 2>, owned: Tensor<B, 2>, margin: &Tensor<B, 2>) -> Tensor<B, 1> {
+    let points = logits.dims()[1];
+    let scored = margin.clone().sum_dim(1);
+    let rows = scored.clone().sum().clamp_min(1.0);
+    let per_point = softplus(logits.clone(), 1.0) - logits * owned;
+    (per_point * scored).sum() / rows.mul_scalar(points as f32)
 }
 
 fn huber<B: Backend>(prediction: Tensor<B, 2>, target: Tensor<B, 2>) -> Tensor<B, 1> {

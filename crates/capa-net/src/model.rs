@@ -5,8 +5,11 @@
 //! planes -> conv3x3 -> GN -> Mish -> [ResBlock] x blocks
 //!        -> one token per square (+ position embedding)
 //!        -> [TransformerBlock] x transformer_blocks
-//!        -> policy | WDL | moves-left | future move
+//!        -> policy | WDL | moves-left | future move | ownership | score
 //! ```
+//!
+//! The last two are Go's (KataGo's auxiliary targets), in networks that
+//! ask for them.
 //!
 //! Lc0's family ([`NetFamily::Lc0`]) is the same tower without the
 //! normalisation: its convolutions have biases, its activation is Mish or
@@ -21,7 +24,7 @@ use burn::tensor::{DType, FloatDType};
 
 use crate::config::{
     Activation, FfnKind, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, NetConfig, NetFamily, NormKind, POLICY_CHANNELS,
-    PolicyHeadKind,
+    PolicyHeadKind, score_bins,
 };
 use crate::ops::{
     CapaBackend, biased_attention, channel_moments, conv_same, dense, layer_norm, mish, rms_norm, scale_shift_mish,
@@ -484,6 +487,46 @@ impl<B: CapaBackend> ScalarHead<B> {
     }
 }
 
+/// 1x1 conv -> Mish -> 1x1 conv to one logit per point: whether the side
+/// to move owns the point at the end of the game.
+#[derive(Module, Debug)]
+pub struct OwnershipHead<B: Backend> {
+    conv: Conv<B>,
+    out: Conv<B>,
+}
+
+impl<B: CapaBackend> OwnershipHead<B> {
+    fn new(config: &NetConfig, device: &B::Device) -> Self {
+        OwnershipHead {
+            conv: conv1x1(config.channels, POLICY_CHANNELS, device),
+            out: output_conv(POLICY_CHANNELS, 1, 1, device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
+        self.out.forward(mish(self.conv.forward(x))).flatten(1, 3)
+    }
+}
+
+/// Which heads a forward pass runs, beside the policy, WDL and moves-left
+/// that every pass computes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Heads {
+    /// The future-move head (training only).
+    pub future: bool,
+    /// The ownership and score heads (training and analysis).
+    pub territory: bool,
+}
+
+impl Heads {
+    /// What a search needs: no further head.
+    pub const SEARCH: Heads = Heads { future: false, territory: false };
+    /// What analysis shows: the ownership and score heads too.
+    pub const ANALYSIS: Heads = Heads { future: false, territory: true };
+    /// Every head the network has.
+    pub const ALL: Heads = Heads { future: true, territory: true };
+}
+
 /// The whole network. Build it with [`Net::new`] from a [`NetConfig`].
 #[derive(Module, Debug)]
 pub struct Net<B: Backend> {
@@ -498,6 +541,8 @@ pub struct Net<B: Backend> {
     wdl: ScalarHead<B>,
     moves_left: ScalarHead<B>,
     future: Option<PolicyHead<B>>,
+    ownership: Option<OwnershipHead<B>>,
+    score: Option<ScalarHead<B>>,
     #[module(skip)]
     config: NetConfig,
 }
@@ -515,6 +560,13 @@ pub struct NetOutput<B: Backend> {
     /// Logits for the side to move's next move after this one, `[batch,
     /// policy_size]`, when asked for and the network has the head.
     pub future: Option<Tensor<B, 2>>,
+    /// Go: a logit per point that the side to move owns it at the end,
+    /// `[batch, squares]`, when asked for and the network has the head.
+    pub ownership: Option<Tensor<B, 2>>,
+    /// Go: logits over the final area difference for the side to move,
+    /// from -squares to +squares (`[batch, 2 squares + 1]`), when asked
+    /// for and the network has the head.
+    pub score: Option<Tensor<B, 2>>,
 }
 
 impl<B: Backend> Net<B> {
@@ -555,6 +607,10 @@ impl<B: CapaBackend> Net<B> {
             wdl: ScalarHead::new(config, config.value_channels, config.value_hidden, 3, device),
             moves_left: ScalarHead::new(config, MOVES_LEFT_CHANNELS, MOVES_LEFT_HIDDEN, 1, device),
             future: config.future_head.then(|| PolicyHead::new(config, device)),
+            ownership: config.ownership_head.then(|| OwnershipHead::new(config, device)),
+            score: config.score_head.then(|| {
+                ScalarHead::new(config, config.value_channels, config.value_hidden, score_bins(config.game), device)
+            }),
             config: config.clone(),
         };
         if config.family == NetFamily::Lc0 {
@@ -567,12 +623,12 @@ impl<B: CapaBackend> Net<B> {
         net
     }
 
-    /// Runs the network on `planes`, `[batch, planes, ranks, files]`;
-    /// `with_future` asks for the future-move head (training).
+    /// Runs the network on `planes`, `[batch, planes, ranks, files]`, with
+    /// the further `heads` that it has.
     ///
     /// The planes take the weights' float type (see [`Net::cast`]); the
     /// outputs are f32.
-    pub fn forward(&self, planes: Tensor<B, 4>, with_future: bool) -> NetOutput<B> {
+    pub fn forward(&self, planes: Tensor<B, 4>, heads: Heads) -> NetOutput<B> {
         let game = self.config.game;
         let device = planes.device();
         let planes = in_dtype(planes, self.input_conv.weight.val().dtype());
@@ -606,7 +662,9 @@ impl<B: CapaBackend> Net<B> {
                 NetFamily::Capa => softplus(moves_left, 1.0),
                 NetFamily::Lc0 => relu(moves_left),
             },
-            future: if with_future { self.future.as_ref().map(|head| f32(head.forward(x))) } else { None },
+            future: self.future.as_ref().filter(|_| heads.future).map(|head| f32(head.forward(x.clone()))),
+            ownership: self.ownership.as_ref().filter(|_| heads.territory).map(|head| f32(head.forward(x.clone()))),
+            score: self.score.as_ref().filter(|_| heads.territory).map(|head| f32(head.forward(x))),
         }
     }
 }
@@ -648,7 +706,6 @@ mod tests {
     /// the smooth activations).
     #[test]
     fn every_architecture_option_has_its_shapes_and_gradients() {
-        type Ad = burn::backend::Autodiff<Flex>;
         let game = capa_rules::GameKind::Chess;
         let base =
             NetConfig { channels: 16, blocks: 1, groups: 4, heads: 2, transformer_blocks: 2, ..NetConfig::small(game) };
@@ -673,19 +730,6 @@ mod tests {
             NetConfig { channels: 16, blocks: 2, ..NetConfig::lc0(game) },
             NetConfig { channels: 16, blocks: 2, activation: Activation::Relu, ..NetConfig::lc0(game) },
         ];
-        struct Gradients<'a> {
-            grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
-            checked: usize,
-        }
-        impl ModuleVisitor<Ad> for Gradients<'_> {
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Ad, D>>) {
-                let grad = param.val().grad(self.grads).expect("every parameter has a gradient");
-                let values = grad.into_data().into_vec::<f32>().unwrap();
-                assert!(values.iter().all(|v| v.is_finite()), "a finite gradient");
-                assert!(values.iter().any(|v| *v != 0.0), "a gradient that is not all zero");
-                self.checked += 1;
-            }
-        }
         for config in configs {
             config.validate().unwrap();
             let net = Net::<Ad>::new(&config, &FlexDevice);
@@ -695,14 +739,14 @@ mod tests {
                 .map(|width| Tensor::<Flex, 2>::random([2, width], Distribution::Normal(0.0, 1.0), &FlexDevice));
             // A scalar of every output, on either backend.
             fn score<B: CapaBackend>(net: &Net<B>, planes: Tensor<B, 4>, weights: &[Tensor<B, 2>; 4]) -> Tensor<B, 1> {
-                let out = net.forward(planes, true);
+                let out = net.forward(planes, Heads::ALL);
                 let [p, w, m, f] = weights.clone();
                 (out.policy * p).sum()
                     + (out.wdl * w).sum()
                     + (out.moves_left * m).sum()
                     + (out.future.unwrap() * f).sum()
             }
-            let out = net.forward(Tensor::from_inner(planes.clone()), true);
+            let out = net.forward(Tensor::from_inner(planes.clone()), Heads::ALL);
             assert_eq!(out.policy.dims(), [2, game.policy_size()]);
             assert_eq!(out.wdl.dims(), [2, 3]);
             assert_eq!(out.moves_left.dims(), [2, 1]);
@@ -731,6 +775,89 @@ mod tests {
                 (analytic - numeric).abs() <= 2e-2 * (1.0 + numeric.abs()),
                 "{config:?}: the gradient gives {analytic} along a direction, a central difference {numeric}"
             );
+        }
+    }
+
+    type Ad = burn::backend::Autodiff<Flex>;
+
+    /// Checks that every parameter it visits has a finite gradient that is
+    /// not all zero.
+    struct Gradients<'a> {
+        grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
+        checked: usize,
+    }
+
+    impl ModuleVisitor<Ad> for Gradients<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Ad, D>>) {
+            let grad = param.val().grad(self.grads).expect("every parameter has a gradient");
+            let values = grad.into_data().into_vec::<f32>().unwrap();
+            assert!(values.iter().all(|v| v.is_finite()), "a finite gradient");
+            assert!(values.iter().any(|v| *v != 0.0), "a gradient that is not all zero");
+            self.checked += 1;
+        }
+    }
+
+    /// Go's ownership and score heads: their shapes, their parameters in
+    /// `parameter_count`, left out of a search's pass, trained by their
+    /// losses (every parameter gets a gradient), and refused for chess.
+    #[test]
+    fn go_heads_have_their_shapes_and_gradients() {
+        let game = capa_rules::GameKind::Go9;
+        let config = NetConfig {
+            channels: 16,
+            blocks: 1,
+            groups: 4,
+            heads: 2,
+            ownership_head: true,
+            score_head: true,
+            ..NetConfig::small(game)
+        };
+        config.validate().unwrap();
+        let net = Net::<Ad>::new(&config, &FlexDevice);
+        assert_eq!(net.num_params(), config.parameter_count());
+        let planes = Tensor::<Ad, 4>::from_inner(random([2, crate::input_planes(game), 9, 9]));
+        let search = net.forward(planes.clone(), Heads::SEARCH);
+        assert!(search.ownership.is_none() && search.score.is_none() && search.future.is_none());
+        let out = net.forward(planes, Heads::ALL);
+        assert_eq!(out.ownership.as_ref().unwrap().dims(), [2, 81]);
+        assert_eq!(out.score.as_ref().unwrap().dims(), [2, 163]);
+
+        let device = &FlexDevice;
+        let p = game.policy_size();
+        let one_hot = |width: usize, at: [usize; 2]| {
+            let mut data = vec![0.0f32; 2 * width];
+            data[at[0]] = 1.0;
+            data[width + at[1]] = 1.0;
+            Tensor::<Ad, 2>::from_data(TensorData::new(data, [2, width]), device)
+        };
+        let owned: Vec<f32> = (0..2 * 81).map(|i| [0.0, 0.5, 1.0][i % 3]).collect();
+        let targets = crate::loss::Targets {
+            policy: one_hot(p, [3, 5]),
+            legal: Tensor::<Ad, 2>::ones([2, p], device).greater_elem(0.0),
+            wdl: one_hot(3, [0, 2]),
+            moves_left: Tensor::ones([2, 1], device),
+            future: one_hot(p, [1, 2]),
+            territory: Some(crate::loss::TerritoryTargets {
+                ownership: Tensor::from_data(TensorData::new(owned, [2, 81]), device),
+                score: one_hot(163, [81 + 10, 81 - 4]),
+            }),
+        };
+        let losses = crate::loss::losses(out, targets, &crate::loss::LossWeights::default());
+        let [ownership, score]: [f32; 2] = [&losses.ownership, &losses.score].map(|l| l.clone().into_scalar());
+        assert!(ownership > 0.0 && score > 0.0, "ownership {ownership}, score {score}");
+        let grads = losses.total.backward();
+        let mut visitor = Gradients { grads: &grads, checked: 0 };
+        net.visit(&mut visitor);
+        assert!(visitor.checked > 0);
+
+        for game in [capa_rules::GameKind::Chess, capa_rules::GameKind::Capablanca] {
+            for config in [
+                NetConfig { ownership_head: true, ..NetConfig::small(game) },
+                NetConfig { score_head: true, ..NetConfig::small(game) },
+            ] {
+                let error = config.validate().unwrap_err().to_string();
+                assert!(error.contains("Go game"), "{error}");
+            }
         }
     }
 

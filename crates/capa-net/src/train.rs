@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::NetError;
 use crate::adamw::AdamWStep;
-use crate::loss::{LossWeights, Targets, losses};
-use crate::model::Net;
+use crate::loss::{HEADS, LossWeights, Targets, losses};
+use crate::model::{Heads, Net};
 use crate::ops::{CapaAutodiffBackend, CapaBackend};
 use crate::precision::Precision;
 use crate::store::ParamPath;
@@ -144,8 +144,15 @@ impl TrainConfig {
             return Err(NetError::Config(format!("{name} = {value} is out of range")));
         }
         let w = &self.loss_weights;
-        for (name, value) in [("policy", w.policy), ("wdl", w.wdl), ("moves_left", w.moves_left), ("future", w.future)]
-        {
+        let named = [
+            ("policy", w.policy),
+            ("wdl", w.wdl),
+            ("moves_left", w.moves_left),
+            ("future", w.future),
+            ("ownership", w.ownership),
+            ("score", w.score),
+        ];
+        for (name, value) in named {
             if !(value >= 0.0 && value.is_finite()) {
                 return Err(NetError::Config(format!("loss_weights.{name} = {value} must be finite and non-negative")));
             }
@@ -198,6 +205,10 @@ pub struct StepReport {
     pub moves_left: f32,
     /// Future-move cross-entropy.
     pub future: f32,
+    /// Go: ownership binary cross-entropy per point.
+    pub ownership: f32,
+    /// Go: score cross-entropy.
+    pub score: f32,
     /// Global gradient norm before clipping.
     pub grad_norm: f32,
     /// Whether the update was skipped because the gradient was not finite
@@ -404,7 +415,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     /// batch has fewer rows than there are devices.
     pub fn step(&mut self, planes: Tensor<B, 4>, targets: Targets<B>) -> StepReport {
         if self.replicas.is_empty() {
-            return self.step_on_shard(planes, targets, [1.0; 4]);
+            return self.step_on_shard(planes, targets, [1.0; HEADS]);
         }
         let shards = Shards::of(&targets, 1 + self.replicas.len());
         let mut replicas = std::mem::take(&mut self.replicas);
@@ -432,14 +443,14 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     }
 
     /// [`step`](Self::step) on this trainer's shard of the batch, whose
-    /// losses count `shares` (policy, WDL, moves-left, future) of the whole
-    /// batch's.
-    fn step_on_shard(&mut self, planes: Tensor<B, 4>, targets: Targets<B>, shares: [f32; 4]) -> StepReport {
+    /// losses count `shares` (in [`HEADS`] order) of the whole batch's.
+    fn step_on_shard(&mut self, planes: Tensor<B, 4>, targets: Targets<B>, shares: [f32; HEADS]) -> StepReport {
         let weights = self.config.loss_weights.clone();
+        let heads = Heads { future: weights.future > 0.0, territory: weights.territory() };
         let output = if self.precision == Precision::F32 {
-            self.model().forward(planes, weights.future > 0.0)
+            self.model().forward(planes, heads)
         } else {
-            self.model().clone().cast(self.precision).forward(planes, weights.future > 0.0)
+            self.model().clone().cast(self.precision).forward(planes, heads)
         };
         let losses = losses(output, targets, &weights.scaled(shares));
         let backward = if self.loss_scale == 1.0 {
@@ -448,18 +459,9 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
             losses.total.clone().mul_scalar(self.loss_scale).backward()
         };
         let mut gradients = GradientsParams::from_grads(backward, self.model());
-        // Total, policy, WDL, moves-left, future: one read back.
-        let scaled = |t: Tensor<B, 1>, share: f32| t.inner().mul_scalar(share);
-        let mut reported = Tensor::cat(
-            vec![
-                losses.total.inner(),
-                scaled(losses.policy, shares[0]),
-                scaled(losses.wdl, shares[1]),
-                scaled(losses.moves_left, shares[2]),
-                scaled(losses.future, shares[3]),
-            ],
-            0,
-        );
+        // The total, then each head's loss: one read back.
+        let heads = losses.heads().into_iter().zip(shares).map(|(loss, share)| loss.inner().mul_scalar(share));
+        let mut reported = Tensor::cat(std::iter::once(losses.total.inner()).chain(heads).collect(), 0);
         if let Some(peer) = self.peer {
             gradients = all_reduce_gradients(self.model(), gradients, peer);
             reported = all_reduce(peer, reported);
@@ -479,6 +481,8 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
             wdl: reported[2],
             moves_left: reported[3],
             future: reported[4],
+            ownership: reported[5],
+            score: reported[6],
             grad_norm,
             skipped: false,
             learning_rate,
@@ -531,12 +535,13 @@ impl<B: CapaAutodiffBackend> Drop for Trainer<B> {
 }
 
 /// How a batch is split over devices: each one's rows, and the share of
-/// the whole batch's loss each of its four losses stands for (the
+/// the whole batch's loss each of its losses stands for (the
 /// cross-entropies average over the rows that have a target, so a shard's
-/// share is its count of those rows over the batch's).
+/// share is its count of those rows over the batch's; the moves-left loss
+/// averages over every row).
 struct Shards {
     ranges: Vec<std::ops::Range<usize>>,
-    shares: Vec<[f32; 4]>,
+    shares: Vec<[f32; HEADS]>,
 }
 
 impl Shards {
@@ -544,26 +549,29 @@ impl Shards {
         let rows = targets.wdl.dims()[0];
         let ranges: Vec<_> = (0..devices).map(|i| rows * i / devices..rows * (i + 1) / devices).collect();
         let has_target = |t: &Tensor<B, 2>| t.clone().sum_dim(1).greater_elem(0.0).float();
-        let all =
-            Tensor::cat(vec![has_target(&targets.policy), has_target(&targets.wdl), has_target(&targets.future)], 1)
-                .into_data()
-                .convert::<f32>()
-                .into_vec::<f32>()
-                .expect("f32 flags");
-        let count =
-            |range: &std::ops::Range<usize>, head: usize| -> f32 { range.clone().map(|row| all[row * 3 + head]).sum() };
-        let whole = 0..rows;
-        let totals = [count(&whole, 0), count(&whole, 1), count(&whole, 2)];
-        let share = |part: f32, total: f32| if total > 0.0 { part / total } else { 0.0 };
+        // Per row, in HEADS order, whether the head has a target there
+        // (ownership and score both have one where the game ended scored).
+        let scored = targets
+            .territory
+            .as_ref()
+            .map_or_else(|| Tensor::zeros([rows, 1], &targets.wdl.device()), |t| has_target(&t.score));
+        let flags = [
+            has_target(&targets.policy),
+            has_target(&targets.wdl),
+            Tensor::ones([rows, 1], &targets.wdl.device()),
+            has_target(&targets.future),
+            scored.clone(),
+            scored,
+        ];
+        let all = Tensor::cat(flags.to_vec(), 1).into_data().convert::<f32>().into_vec::<f32>().expect("f32 flags");
+        let count = |range: &std::ops::Range<usize>, head: usize| -> f32 {
+            range.clone().map(|row| all[row * HEADS + head]).sum()
+        };
+        let totals: [f32; HEADS] = std::array::from_fn(|head| count(&(0..rows), head));
         let shares = ranges
             .iter()
             .map(|range| {
-                [
-                    share(count(range, 0), totals[0]),
-                    share(count(range, 1), totals[1]),
-                    range.len() as f32 / rows.max(1) as f32,
-                    share(count(range, 2), totals[2]),
-                ]
+                std::array::from_fn(|head| if totals[head] > 0.0 { count(range, head) / totals[head] } else { 0.0 })
             })
             .collect();
         Shards { ranges, shares }

@@ -12,7 +12,7 @@ use burn::tensor::activation::softmax;
 use capa_mcts::{Evaluations, Evaluator, LeafRequest, Limits, SearchParams, Tree};
 use capa_net::burn;
 use capa_net::{
-    BackendKind, DeviceSpec, FfnKind, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, NormKind,
+    BackendKind, DeviceSpec, FfnKind, Heads, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, NormKind,
     OptimizerKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into,
     read_net_info, save_checkpoint, save_net, slim_net, with_backend,
 };
@@ -107,6 +107,7 @@ fn targets<G: NetGame, B: Backend>(positions: &[G], device: &B::Device) -> Targe
         wdl: Tensor::from_data(TensorData::new(wdl, [n, 3]), device),
         moves_left: Tensor::from_data(TensorData::new(moves_left, [n, 1]), device),
         future: Tensor::from_data(TensorData::new(future, [n, p]), device),
+        territory: None,
     }
 }
 
@@ -121,7 +122,7 @@ fn output_shapes_for_both_games() {
         let net = Net::<Infer>::new(&tiny(game), &FlexDevice);
         let input =
             Tensor::<Infer, 4>::zeros([3, capa_net::input_planes(game), game.ranks(), game.files()], &FlexDevice);
-        let out = net.forward(input, true);
+        let out = net.forward(input, Heads::ALL);
         assert_eq!(out.policy.dims(), [3, game.policy_size()]);
         assert_eq!(out.wdl.dims(), [3, 3]);
         assert_eq!(out.moves_left.dims(), [3, 1]);
@@ -156,7 +157,7 @@ fn a_fresh_network_is_flat() {
 
 fn fresh_network_is_flat(config: NetConfig) {
     let net = Net::<Infer>::new(&config, &FlexDevice);
-    let out = net.forward(planes(&positions::<Capablanca>(8, 1), &FlexDevice), false);
+    let out = net.forward(planes(&positions::<Capablanca>(8, 1), &FlexDevice), Heads::SEARCH);
     let policy = values(softmax(out.policy, 1));
     let size = GameKind::Capablanca.policy_size();
     for row in policy.chunks(size) {
@@ -197,7 +198,7 @@ fn overfit_32_positions(config: NetConfig) {
         last = trainer.step(input.clone(), target.clone());
     }
     assert!(last.wdl < 0.05, "WDL loss {} after 200 steps", last.wdl);
-    let out = trainer.model().forward(input, false);
+    let out = trainer.model().forward(input, Heads::SEARCH);
     let chosen = target.policy.argmax(1);
     let legal_logits = out.policy.mask_fill(target.legal.bool_not(), -1.0e4);
     let agree = legal_logits.argmax(1).equal(chosen).int().sum().into_scalar().elem::<i64>();
@@ -218,7 +219,7 @@ fn save_and_load(config: NetConfig) {
     let loaded = load_net::<Infer>(&path, &FlexDevice).unwrap();
     assert_eq!(loaded.config(), &config);
     let input = planes(&positions::<Capablanca>(4, 3), &FlexDevice);
-    let (a, b) = (net.forward(input.clone(), true), loaded.forward(input, true));
+    let (a, b) = (net.forward(input.clone(), Heads::ALL), loaded.forward(input, Heads::ALL));
     assert_eq!(values(a.policy), values(b.policy));
     assert_eq!(values(a.wdl), values(b.wdl));
     assert_eq!(values(a.moves_left), values(b.moves_left));
@@ -322,8 +323,8 @@ fn a_slim_file_holds_the_ema_network_in_each_precision() {
     let checkpoint = scratch("slim-source.safetensors");
     save_checkpoint(&trainer, &checkpoint).unwrap();
     let probe = planes::<Capablanca, Infer>(&batch, &device);
-    let expected = values(trainer.inference_net().forward(probe.clone(), false).policy);
-    let raw = values(trainer.model().valid().forward(probe.clone(), false).policy);
+    let expected = values(trainer.inference_net().forward(probe.clone(), Heads::SEARCH).policy);
+    let raw = values(trainer.model().valid().forward(probe.clone(), Heads::SEARCH).policy);
     assert_ne!(expected, raw, "the EMA differs from the raw weights, so the test tells them apart");
     let mut sizes = Vec::new();
     for (precision, tolerance) in [(Precision::F32, 0.0), (Precision::F16, 1e-2), (Precision::Bf16, 6e-2)] {
@@ -334,7 +335,7 @@ fn a_slim_file_holds_the_ema_network_in_each_precision() {
         assert_eq!(read_net_info(&slim).unwrap(), info);
         sizes.push(std::fs::metadata(&slim).unwrap().len());
         let loaded = load_net::<Infer>(&slim, &device).unwrap();
-        let policy = values(loaded.forward(probe.clone(), false).policy);
+        let policy = values(loaded.forward(probe.clone(), Heads::SEARCH).policy);
         for (a, b) in policy.iter().zip(&expected) {
             assert!((a - b).abs() <= tolerance * (1.0 + b.abs()), "{precision}: {a} vs {b}");
         }
@@ -399,12 +400,12 @@ fn two_devices_train_as_one_on_the_whole_batch() {
     let probe = planes::<Chess, Infer>(&batch, &device);
     let largest = |x: Vec<f32>, y: Vec<f32>| x.iter().zip(&y).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
     let trained = largest(
-        values(one.model().valid().forward(probe.clone(), false).policy),
-        values(two.model().valid().forward(probe.clone(), false).policy),
+        values(one.model().valid().forward(probe.clone(), Heads::SEARCH).policy),
+        values(two.model().valid().forward(probe.clone(), Heads::SEARCH).policy),
     );
     let ema = largest(
-        values(one.inference_net().forward(probe.clone(), false).policy),
-        values(two.inference_net().forward(probe, false).policy),
+        values(one.inference_net().forward(probe.clone(), Heads::SEARCH).policy),
+        values(two.inference_net().forward(probe, Heads::SEARCH).policy),
     );
     eprintln!(
         "two devices against one: policy logits after 3 steps differ by {trained:.1e}, with the EMA by {ema:.1e}"
@@ -431,8 +432,10 @@ fn a_resumed_run_continues_exactly() {
         let (a, b) = (run.step(input.clone(), target.clone()), resumed.step(input.clone(), target.clone()));
         assert_eq!(a, b, "{optimizer:?}: the step after a resume");
         let probe = planes::<Chess, Infer>(&batch, &device);
-        let (ema_a, ema_b) =
-            (run.inference_net().forward(probe.clone(), false), resumed.inference_net().forward(probe, false));
+        let (ema_a, ema_b) = (
+            run.inference_net().forward(probe.clone(), Heads::SEARCH),
+            resumed.inference_net().forward(probe, Heads::SEARCH),
+        );
         assert_eq!(values(ema_a.policy), values(ema_b.policy), "{optimizer:?}: EMA weights");
 
         let other = TrainConfig {
@@ -583,8 +586,8 @@ fn a_non_finite_gradient_changes_nothing() {
     target.wdl = target.wdl.mul_scalar(f32::NAN);
     let mut trainer = Trainer::new(Net::<Train>::new(&config, &FlexDevice), train_config()).unwrap();
     let probe = planes::<Chess, Infer>(&batch, &FlexDevice);
-    let before = values(trainer.inference_net().forward(probe.clone(), false).policy);
+    let before = values(trainer.inference_net().forward(probe.clone(), Heads::SEARCH).policy);
     let report = trainer.step(input, target);
     assert!(report.skipped && !report.grad_norm.is_finite(), "{report:?}");
-    assert_eq!(values(trainer.inference_net().forward(probe, false).policy), before);
+    assert_eq!(values(trainer.inference_net().forward(probe, Heads::SEARCH).policy), before);
 }

@@ -25,7 +25,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use capa_net::burn;
 use capa_net::{
-    AdamWStep, BackendKind, BackendTask, CapaAutodiffBackend, CapaBackend, DeviceSpec, FfnKind, Net, NetConfig,
+    AdamWStep, BackendKind, BackendTask, CapaAutodiffBackend, CapaBackend, DeviceSpec, FfnKind, Heads, Net, NetConfig,
     NetGame, NormKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_net, losses, save_net,
     with_backend,
 };
@@ -383,6 +383,7 @@ impl Batch {
             wdl: tensor(&self.wdl, [rows, 3], device),
             moves_left: tensor(&self.moves_left, [rows, 1], device),
             future: tensor(&self.future, [rows, size], device),
+            territory: None,
         }
     }
 }
@@ -436,7 +437,7 @@ impl BackendTask for Step {
         let planes = tensor::<B, 4>(&self.batch.planes, dims, &device);
         let targets = self.batch.targets::<B>(game, &device);
 
-        let output = net.clone().cast(self.precision).forward(planes.clone(), true);
+        let output = net.clone().cast(self.precision).forward(planes.clone(), Heads::ALL);
         out.insert("output policy".into(), values(output.policy.clone().inner()));
         out.insert("output wdl".into(), values(output.wdl.clone().inner()));
         out.insert("output moves_left".into(), values(output.moves_left.clone().inner()));

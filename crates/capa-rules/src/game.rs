@@ -241,6 +241,14 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// points that reach only them), without komi.
     fn material(&self, color: Color) -> u32;
 
+    /// White's lead when a game is adjudicated at the ply cap: the
+    /// difference in [`material`](Self::material) (chess games), or the
+    /// score (Go: White's area plus komi, minus Black's area). Negative
+    /// when Black leads.
+    fn adjudication_lead(&self) -> f32 {
+        self.material(Color::White) as f32 - self.material(Color::Black) as f32
+    }
+
     /// Zobrist hash of what makes the position (chess: pieces, side to move,
     /// castling rights and en passant; Go: stones, side, ko point, passes);
     /// updated incrementally by `play`.

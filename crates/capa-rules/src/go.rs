@@ -386,43 +386,59 @@ impl<const N: usize> Go<N> {
 
     /// Each side's area: its stones plus the empty points that reach only its stones.
     pub fn area(&self) -> (u32, u32) {
-        let mut area = [0u32; 2];
+        let mut owners = [None; MAX_POINTS];
+        self.owners(&mut owners[..N * N]);
+        let count = |color| owners.iter().filter(|&&owner| owner == Some(color)).count() as u32;
+        (count(Color::Black), count(Color::White))
+    }
+
+    /// Each point's owner under area scoring: the color of its stone, or of
+    /// the only color an empty point's region reaches; `None` for an empty
+    /// region that reaches both colors or none (seki, dame).
+    ///
+    /// # Panics
+    /// If `out` does not hold one entry per point.
+    pub fn owners(&self, out: &mut [Option<Color>]) {
+        assert_eq!(out.len(), N * N, "one owner per point");
         let mut seen = [false; MAX_POINTS];
-        let mut stack = [0u16; MAX_POINTS];
+        let mut region = [0u16; MAX_POINTS];
         for start in 0..N * N {
-            match self.cell(start).color() {
-                Some(color) => area[color.index()] += 1,
-                None if !seen[start] => {
-                    // Flood the empty region, noting which colors border it.
-                    let (mut size, mut borders, mut top) = (0u32, [false; 2], 1);
-                    stack[0] = start as u16;
-                    seen[start] = true;
-                    while top > 0 {
-                        top -= 1;
-                        let point = usize::from(stack[top]);
-                        size += 1;
-                        for next in neighbours::<N>(point) {
-                            match self.cell(next).color() {
-                                Some(color) => borders[color.index()] = true,
-                                None if !seen[next] => {
-                                    seen[next] = true;
-                                    stack[top] = next as u16;
-                                    top += 1;
-                                }
-                                None => {}
-                            }
+            if let Some(color) = self.cell(start).color() {
+                out[start] = Some(color);
+                continue;
+            }
+            if seen[start] {
+                continue;
+            }
+            // Flood the empty region, noting which colors border it; the
+            // region's points stay in `region[..size]` for the verdict.
+            let (mut size, mut next, mut borders) = (1, 0, [false; 2]);
+            region[0] = start as u16;
+            seen[start] = true;
+            while next < size {
+                let point = usize::from(region[next]);
+                next += 1;
+                for neighbour in neighbours::<N>(point) {
+                    match self.cell(neighbour).color() {
+                        Some(color) => borders[color.index()] = true,
+                        None if !seen[neighbour] => {
+                            seen[neighbour] = true;
+                            region[size] = neighbour as u16;
+                            size += 1;
                         }
-                    }
-                    match borders {
-                        [true, false] => area[Color::White.index()] += size,
-                        [false, true] => area[Color::Black.index()] += size,
-                        _ => {}
+                        None => {}
                     }
                 }
-                None => {}
+            }
+            let owner = match borders {
+                [true, false] => Some(Color::White),
+                [false, true] => Some(Color::Black),
+                _ => None,
+            };
+            for &point in &region[..size] {
+                out[usize::from(point)] = owner;
             }
         }
-        (area[Color::Black.index()], area[Color::White.index()])
     }
 
     /// The stones and the liberties of the group on `point` (a stone).
@@ -750,6 +766,11 @@ impl<const N: usize> Game for Go<N> {
     fn material(&self, color: Color) -> u32 {
         let (black, white) = self.area();
         if color == Color::Black { black } else { white }
+    }
+
+    /// The score with komi, which decides the game as two passes would.
+    fn adjudication_lead(&self) -> f32 {
+        -self.score()
     }
 
     #[inline]

@@ -123,6 +123,33 @@ fn two_passes_end_the_game_scored_by_area_with_komi() {
 }
 
 #[test]
+fn owners_are_stones_and_the_regions_that_reach_one_color() {
+    // Black walls off the left three columns, white the right two; the
+    // columns between reach both colors (dame).
+    let moves = "C1 G1 C2 G2 C3 G3 C4 G4 C5 G5 C6 G6 C7 G7 C8 G8 C9 G9";
+    let go = played(Go9::startpos(), moves);
+    let mut owners = [None; 81];
+    go.owners(&mut owners);
+    let owner = |vertex: &str| owners[GoMove::<9>::parse_vertex(vertex).unwrap().point().unwrap()];
+    for (vertex, expected) in [
+        ("A1", Some(Color::Black)),
+        ("C5", Some(Color::Black)),
+        ("E5", None),
+        ("D9", None),
+        ("G5", Some(Color::White)),
+        ("J9", Some(Color::White)),
+    ] {
+        assert_eq!(owner(vertex), expected, "{vertex}");
+    }
+    let count = |color| owners.iter().filter(|&&o| o == Some(color)).count() as u32;
+    assert_eq!(go.area(), (count(Color::Black), count(Color::White)));
+    assert_eq!(go.area(), (27, 27));
+    // At the ply cap the score decides, komi counted: white leads by it.
+    assert_eq!(go.adjudication_lead(), 7.5);
+    assert_eq!(Go9::startpos().adjudication_lead(), 7.5, "the empty board is white's by komi");
+}
+
+#[test]
 fn text_form_round_trips_and_hash_follows_ko_and_passes() {
     let mut rng = Rng::new(31);
     for (komi, rule) in [(7.5, KoRule::Simple), (6.5, KoRule::PositionalSuperko), (0.0, KoRule::Simple)] {

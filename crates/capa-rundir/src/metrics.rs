@@ -218,6 +218,12 @@ pub struct TrainReport {
     /// Future-move loss.
     #[serde(deserialize_with = "real")]
     pub future: f64,
+    /// Go: ownership loss (binary cross-entropy per point).
+    #[serde(default, deserialize_with = "real", skip_serializing_if = "is_zero")]
+    pub ownership: f64,
+    /// Go: score loss (cross-entropy over area differences).
+    #[serde(default, deserialize_with = "real", skip_serializing_if = "is_zero")]
+    pub score: f64,
     /// Gradient norm before clipping, over the steps not skipped.
     #[serde(deserialize_with = "real")]
     pub grad_norm: f64,
@@ -426,6 +432,11 @@ pub fn truncate_metrics(dir: &RunDir, completed: u64) -> Result<()> {
         dir.write(METRICS, text.as_bytes())?;
     }
     Ok(())
+}
+
+/// Whether a loss is zero: a head the network lacks, left out of the line.
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 /// A number as written: JSON's `null` (how a NaN or an infinity is written) reads as NaN.

@@ -9,11 +9,11 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use capa_data::{GameRecord, PlyRecord, plies_to_end};
+use capa_data::{Ending, GameRecord, PlyRecord, plies_to_end};
 use capa_mcts::HISTORY_LEN;
 use capa_net::{HostBatch, NetGame};
 use capa_rules::Rng;
-use capa_rules::{Color, History, MoveList};
+use capa_rules::{Color, History, MoveList, Termination};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +42,9 @@ struct Stored<G: NetGame> {
     q_weight: f32,
     /// A teacher's game (distillation data seeding a self-play buffer).
     teacher: bool,
+    /// Go, where the game ended scored: each point's final owner from
+    /// White's side (1 White's, -1 Black's, 0 neither's).
+    final_owners: Option<Vec<f32>>,
 }
 
 /// How the value target of a position is made.
@@ -125,11 +128,16 @@ impl<G: NetGame> ReplayBuffer<G> {
             repeated.push(history.repetitions() > 0);
         }
         let positions = history.positions().to_vec();
+        let final_owners =
+            positions.last().filter(|_| record.ending == Ending::Rules(Termination::Scored)).and_then(|end| {
+                let mut owners = vec![0.0; G::RANKS * G::FILES];
+                end.final_owners(Color::White, &mut owners).then_some(owners)
+            });
         let samples: Vec<u32> =
             record.plies.iter().enumerate().filter(|(_, p)| self.value.trains_on(p)).map(|(i, _)| i as u32).collect();
         self.positions += samples.len();
         let drawn = samples.iter().map(|_| AtomicU32::new(0)).collect();
-        self.games.push_back(Stored { record, positions, repeated, samples, drawn, q_weight, teacher });
+        self.games.push_back(Stored { record, positions, repeated, samples, drawn, q_weight, teacher, final_owners });
         self.trim();
     }
 
@@ -242,7 +250,7 @@ impl<G: NetGame> ReplayBuffer<G> {
             wdl: vec![0.0; size * 3],
             moves_left: vec![0.0; size],
             future: vec![0.0; size * policy_size],
-            best: Vec::new(),
+            ..HostBatch::default()
         };
         picks
             .par_iter()
@@ -282,7 +290,32 @@ impl<G: NetGame> ReplayBuffer<G> {
                     future[game.positions[ply + 2].policy_index(next)] = 1.0;
                 }
             });
+        if !G::KIND.is_chess() {
+            self.encode_territory(picks, &mut batch);
+        }
         batch
+    }
+
+    /// Go's ownership and score targets of `picks` into `batch`: the final
+    /// owners from the side to move's side, and their sum (the area
+    /// difference) one-hot; zeros for a game that did not end scored.
+    fn encode_territory(&self, picks: &[(usize, u32)], batch: &mut HostBatch) {
+        let squares = G::RANKS * G::FILES;
+        let bins = 2 * squares + 1;
+        batch.ownership = vec![0.0; picks.len() * squares];
+        batch.score = vec![0.0; picks.len() * bins];
+        picks.par_iter().zip(batch.ownership.par_chunks_mut(squares)).zip(batch.score.par_chunks_mut(bins)).for_each(
+            |((&(game, ply), owned), score)| {
+                let game = &self.games[game];
+                let Some(owners) = &game.final_owners else { return };
+                let side = if game.positions[ply as usize].turn() == Color::White { 1.0 } else { -1.0 };
+                for (target, owner) in owned.iter_mut().zip(owners) {
+                    *target = side * owner;
+                }
+                let difference = owned.iter().sum::<f32>().round() as i64;
+                score[(difference + squares as i64) as usize] = 1.0;
+            },
+        );
     }
 }
 
@@ -297,9 +330,10 @@ fn outcome_wdl(winner: Option<Color>, player: Color) -> [f32; 3] {
 
 #[cfg(test)]
 mod tests {
-    use capa_data::{Ending, Resignation, SearchValues};
+    use capa_data::{Resignation, SearchValues};
     use capa_rules::chess::Chess;
-    use capa_rules::{Game, Termination};
+    use capa_rules::Game;
+    use capa_rules::go::{Go9, GoMove};
 
     use super::*;
 
@@ -330,6 +364,65 @@ mod tests {
             ending: Ending::Rules(Termination::PlyCap),
             resignation: Resignation::default(),
         }
+    }
+
+    /// Go on 9x9: black E5, white pass, black pass... as `vertices`, every
+    /// ply a full search, ending as `ending`.
+    fn go_game(vertices: &[&str], ending: Ending) -> GameRecord<Go9> {
+        let mut position = Go9::startpos();
+        let (mut moves, mut plies) = (Vec::new(), Vec::new());
+        for vertex in vertices {
+            let m = position.parse_move(vertex).unwrap();
+            plies.push(PlyRecord {
+                full_search: true,
+                root: SearchValues::default(),
+                best: SearchValues::default(),
+                visits: vec![(position.policy_index(m) as u16, 1.0)],
+            });
+            moves.push(m);
+            position.play(m);
+        }
+        GameRecord {
+            start: Go9::startpos(),
+            network: "n".into(),
+            moves,
+            plies,
+            winner: Some(Color::Black),
+            ending,
+            resignation: Resignation::default(),
+        }
+    }
+
+    #[test]
+    fn go_games_scored_at_the_end_give_ownership_and_score_targets() {
+        let value = ValueTarget { q_weight: 0.0, fast_plies: false };
+        let mut buffer = ReplayBuffer::<Go9>::new(100, Sampling::Uniform, value);
+        // Black's stones on A1 and B1, white's on J9: black's region is the
+        // whole board but J9... which reaches white too, so it is no one's.
+        buffer.push(go_game(&["A1", "J9", "B1", "pass", "pass"], Ending::Rules(Termination::Scored)));
+        buffer.push(go_game(&["A1", "J9"], Ending::Resignation));
+        let batch = buffer.encode(&[(0, 0), (0, 1), (1, 0)]);
+        let (squares, bins) = (81, 163);
+        assert_eq!((batch.ownership.len(), batch.score.len()), (3 * squares, 3 * bins));
+        let point = |vertex: &str| GoMove::<9>::parse_vertex(vertex).unwrap().point().unwrap();
+        // Ply 0: black to move owns A1 and B1, white J9, the rest is dame.
+        let black = &batch.ownership[..squares];
+        assert_eq!(
+            (black[point("A1")], black[point("B1")], black[point("J9")], black[point("E5")]),
+            (1.0, 1.0, -1.0, 0.0)
+        );
+        assert_eq!(batch.score[..bins].iter().position(|&p| p == 1.0), Some(81 + 1), "2 points to 1");
+        // Ply 1: white to move sees the same board from its side.
+        let white = &batch.ownership[squares..2 * squares];
+        assert!(black.iter().zip(white).all(|(b, w)| *b == -*w));
+        assert_eq!(batch.score[bins..2 * bins].iter().position(|&p| p == 1.0), Some(81 - 1));
+        // A resigned game has no final owners: no target.
+        assert!(batch.ownership[2 * squares..].iter().chain(&batch.score[2 * bins..]).all(|&v| v == 0.0));
+        // Chess has none at all.
+        let mut chess = ReplayBuffer::<Chess>::new(100, Sampling::Uniform, value);
+        chess.push(game(None));
+        let batch = chess.encode(&[(0, 0)]);
+        assert!(batch.ownership.is_empty() && batch.score.is_empty());
     }
 
     #[test]

@@ -131,9 +131,9 @@ pub struct GameSection {
     pub name: GameKind,
     /// Plies after which a self-play game is adjudicated.
     pub ply_cap: u32,
-    /// At the ply cap, the side ahead by at least this much material
-    /// ([`capa_rules::Game::material`]: pawns in chess, area points in Go)
-    /// wins; 0: always a draw.
+    /// At the ply cap, the side ahead by at least this much
+    /// ([`capa_rules::Game::adjudication_lead`]: pawns of material in
+    /// chess, points of area with komi in Go) wins; 0: always a draw.
     pub ply_cap_win_margin: u32,
     /// Go: the points White gets on top of its area, a multiple of 0.5.
     /// Absent: 7.5.
@@ -256,6 +256,12 @@ pub struct NetSection {
     /// `mish` or `relu`: the `lc0` family's activation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub activation: Option<Activation>,
+    /// Go: the ownership head (each point's final owner).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ownership_head: Option<bool>,
+    /// Go: the score head (the final area difference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score_head: Option<bool>,
 }
 
 impl Default for NetSection {
@@ -279,6 +285,8 @@ impl Default for NetSection {
             value_channels: None,
             value_hidden: None,
             activation: None,
+            ownership_head: None,
+            score_head: None,
         }
     }
 }
@@ -841,6 +849,8 @@ impl RunConfig {
         set(&mut net.value_channels, n.value_channels);
         set(&mut net.value_hidden, n.value_hidden);
         set(&mut net.activation, n.activation);
+        set(&mut net.ownership_head, n.ownership_head);
+        set(&mut net.score_head, n.score_head);
         net.validate().map_err(|e| anyhow::anyhow!("[net]: {e}"))?;
         Ok(net)
     }

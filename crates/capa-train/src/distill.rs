@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use capa_data::{GameRecord, PolicyTarget, RECORD_EXTENSION, TEACHER_EXTENSION, TeacherGame};
-use capa_net::{HostBatch, Inference, NetGame};
+use capa_net::{Heads, HostBatch, Inference, NetGame};
 use capa_rundir::{DistillWork, MetricsLine, RunDir, Work, keys};
 
 use crate::buffer::{ReplayBuffer, Sampling, ValueTarget};
@@ -160,7 +160,7 @@ fn teacher_net(config: &RunConfig) -> Result<Option<Inference>> {
 /// legal moves), and its best moves by the teacher's first choices.
 fn relabel(teacher: &Inference, mut batch: HostBatch) -> Result<HostBatch> {
     let (rows, width) = (batch.size, teacher.config().game.policy_size());
-    let out = teacher.forward(batch.planes.clone(), rows)?;
+    let out = teacher.forward(batch.planes.clone(), rows, Heads::SEARCH)?;
     batch.wdl = (0..rows).flat_map(|row| out.win_draw_loss(row)).collect();
     batch.moves_left = out.moves_left;
     batch.best = Vec::with_capacity(rows);

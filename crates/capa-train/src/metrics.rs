@@ -92,10 +92,16 @@ pub(crate) fn summary(line: &MetricsLine, work: &SelfPlayWork) -> String {
         format!("; vs engine at {level}: +{} ={} -{}, next {}", c.wins, c.draws, c.losses, c.next_elo)
     });
     let eval = line.eval.as_ref().map_or_else(String::new, |e| format!("; {}", evaluate::summary(e)));
+    let train = &line.train;
+    let territory = if train.ownership > 0.0 || train.score > 0.0 {
+        format!(", ownership {:.3}, score {:.3}", train.ownership, train.score)
+    } else {
+        String::new()
+    };
     format!(
         "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} positions/s ({:.1} per CPU-s); {} steps, \
-         {:.1} passes (oldest 5%), loss {:.3} (policy {:.3}, wdl {:.3}); {:.0}s self-play, {:.0}s training; \
-         data wait {:.0}%; network {}{eval}{curriculum}",
+         {:.1} passes (oldest 5%), loss {:.3} (policy {:.3}, wdl {:.3}{territory}); {:.0}s self-play, \
+         {:.0}s training; data wait {:.0}%; network {}{eval}{curriculum}",
         line.iteration,
         work.games,
         work.plies,

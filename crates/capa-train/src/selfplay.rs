@@ -327,14 +327,15 @@ fn engine_moves<G: Game>(
 }
 
 /// How the game ended, if it did. At the ply cap, a lead of `win_margin`
-/// pawns of material or more wins (when the margin is not 0).
+/// or more (pawns of material; Go: points, komi counted) wins (when the
+/// margin is not 0).
 fn outcome<G: Game>(history: &History<G>, win_margin: u32) -> Option<Ended> {
     let outcome = history.outcome()?;
     let position = history.current();
     if outcome.reason == Termination::PlyCap && win_margin > 0 {
-        let (white, black) = (position.material(Color::White), position.material(Color::Black));
-        if white.abs_diff(black) >= win_margin {
-            return Some((Some(if white > black { Color::White } else { Color::Black }), Ending::Adjudication));
+        let lead = position.adjudication_lead();
+        if lead.abs() >= win_margin as f32 {
+            return Some((Some(if lead > 0.0 { Color::White } else { Color::Black }), Ending::Adjudication));
         }
     }
     Some((outcome.winner(position.turn()), Ending::Rules(outcome.reason)))

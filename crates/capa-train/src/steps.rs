@@ -60,6 +60,8 @@ pub(crate) fn train(
             report.wdl += f64::from(step.wdl);
             report.moves_left += f64::from(step.moves_left);
             report.future += f64::from(step.future);
+            report.ownership += f64::from(step.ownership);
+            report.score += f64::from(step.score);
             if !step.skipped {
                 report.grad_norm += f64::from(step.grad_norm);
             }
@@ -74,7 +76,16 @@ pub(crate) fn train(
         return Ok(None);
     }
     let n = report.steps.max(1) as f64;
-    for value in [&mut report.loss, &mut report.policy, &mut report.wdl, &mut report.moves_left, &mut report.future] {
+    let means = [
+        &mut report.loss,
+        &mut report.policy,
+        &mut report.wdl,
+        &mut report.moves_left,
+        &mut report.future,
+        &mut report.ownership,
+        &mut report.score,
+    ];
+    for value in means {
         *value /= n;
     }
     // A skipped step's norm is not finite.

@@ -49,6 +49,7 @@ pub(crate) fn host_batch(samples: &[V6Sample]) -> HostBatch {
         moves_left: samples.iter().map(|s| s.plies_left).collect(),
         future: vec![0.0; size * POLICY_SIZE],
         best: samples.iter().map(|s| u32::from(s.best_idx)).collect(),
+        ..HostBatch::default()
     };
     samples
         .par_iter()
