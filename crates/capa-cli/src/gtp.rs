@@ -71,12 +71,17 @@ const COMMANDS: [&str; 20] = [
 /// `capa-fen` prints the position's text form.
 ///
 /// `lz-analyze` and `kata-analyze` (`[player] [interval] [interval N]
-/// [minmoves N] [maxmoves N]`, the interval in centiseconds) search until
-/// the next command or an empty line arrives, writing a line of `info
-/// move ... visits ... winrate ... prior ... lcb ... order ... pv ...`
-/// records per interval, as Leela Zero and KataGo do (Sabaki, Lizzie);
-/// `lz-genmove_analyze` and `kata-genmove_analyze` do the same while
-/// searching `--playouts` for a move, then answer `play MOVE`.
+/// [minmoves N] [maxmoves N] [ownership true]`, the interval in
+/// centiseconds) search until the next command or an empty line arrives,
+/// writing a line of `info move ... visits ... winrate ... prior ... lcb
+/// ... order ... pv ...` records per interval, as Leela Zero and KataGo do
+/// (Sabaki, Lizzie, KaTrain). With a network that has the score head,
+/// `kata-analyze` adds each move's `scoreLead` and `scoreStdev` (the
+/// network's after the move, komi counted); with the ownership head,
+/// `ownership true` ends each line with every point's ownership for the
+/// player analysed, from the top-left. `lz-genmove_analyze` and
+/// `kata-genmove_analyze` do the same while searching `--playouts` for a
+/// move, then answer `play MOVE`.
 #[derive(clap::Args, Debug)]
 pub struct GtpArgs {
     /// The Go network file (a run's `nets/<hash>.safetensors`, or a shipped

@@ -224,6 +224,9 @@ mod tests {
     use burn::backend::flex::FlexDevice;
 
     use super::*;
+    use crate::config::NetConfig;
+    use crate::model::{Heads, Net};
+    use crate::ops::tests::{Ad, Gradients, random};
 
     #[test]
     fn cross_entropy_averages_over_the_rows_with_a_target() {
@@ -240,5 +243,69 @@ mod tests {
         let nothing = Tensor::<Flex, 2>::zeros([2, 3], &FlexDevice);
         let logits = Tensor::<Flex, 2>::ones([2, 3], &FlexDevice);
         assert_eq!(soft_cross_entropy(logits, nothing, None).into_scalar(), 0.0, "no target at all is no loss");
+    }
+
+    /// Go's ownership and score heads: their shapes, their parameters in
+    /// `parameter_count`, left out of a search's pass, trained by their
+    /// losses (every parameter gets a gradient), and refused for chess.
+    #[test]
+    fn go_heads_have_their_shapes_and_gradients() {
+        let game = capa_rules::GameKind::Go9;
+        let config = NetConfig {
+            channels: 16,
+            blocks: 1,
+            groups: 4,
+            heads: 2,
+            ownership_head: true,
+            score_head: true,
+            ..NetConfig::small(game)
+        };
+        config.validate().unwrap();
+        let net = Net::<Ad>::new(&config, &FlexDevice);
+        assert_eq!(net.num_params(), config.parameter_count());
+        let planes = Tensor::<Ad, 4>::from_inner(random([2, crate::input_planes(game), 9, 9]));
+        let search = net.forward(planes.clone(), Heads::SEARCH);
+        assert!(search.ownership.is_none() && search.score.is_none() && search.future.is_none());
+        let out = net.forward(planes, Heads::ALL);
+        assert_eq!(out.ownership.as_ref().unwrap().dims(), [2, 81]);
+        assert_eq!(out.score.as_ref().unwrap().dims(), [2, 163]);
+
+        let device = &FlexDevice;
+        let p = game.policy_size();
+        let one_hot = |width: usize, at: [usize; 2]| {
+            let mut data = vec![0.0f32; 2 * width];
+            data[at[0]] = 1.0;
+            data[width + at[1]] = 1.0;
+            Tensor::<Ad, 2>::from_data(TensorData::new(data, [2, width]), device)
+        };
+        let owned: Vec<f32> = (0..2 * 81).map(|i| [0.0, 0.5, 1.0][i % 3]).collect();
+        let targets = Targets {
+            policy: one_hot(p, [3, 5]),
+            legal: Tensor::<Ad, 2>::ones([2, p], device).greater_elem(0.0),
+            wdl: one_hot(3, [0, 2]),
+            moves_left: Tensor::ones([2, 1], device),
+            future: one_hot(p, [1, 2]),
+            territory: Some(TerritoryTargets {
+                ownership: Tensor::from_data(TensorData::new(owned, [2, 81]), device),
+                score: one_hot(163, [81 + 10, 81 - 4]),
+            }),
+        };
+        let losses = losses(out, targets, &LossWeights::default());
+        let [ownership, score]: [f32; 2] = [&losses.ownership, &losses.score].map(|l| l.clone().into_scalar());
+        assert!(ownership > 0.0 && score > 0.0, "ownership {ownership}, score {score}");
+        let grads = losses.total.backward();
+        let mut visitor = Gradients { grads: &grads, checked: 0 };
+        net.visit(&mut visitor);
+        assert!(visitor.checked > 0);
+
+        for game in [capa_rules::GameKind::Chess, capa_rules::GameKind::Capablanca] {
+            for config in [
+                NetConfig { ownership_head: true, ..NetConfig::small(game) },
+                NetConfig { score_head: true, ..NetConfig::small(game) },
+            ] {
+                let error = config.validate().unwrap_err().to_string();
+                assert!(error.contains("Go game"), "{error}");
+            }
+        }
     }
 }

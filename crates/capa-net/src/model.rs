@@ -697,7 +697,7 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
-    use crate::ops::tests::{assert_close, random};
+    use crate::ops::tests::{Ad, Gradients, assert_close, random};
 
     /// Each architecture option on its own and all together: the outputs
     /// keep their shapes, the parameters number what `parameter_count`
@@ -775,89 +775,6 @@ mod tests {
                 (analytic - numeric).abs() <= 2e-2 * (1.0 + numeric.abs()),
                 "{config:?}: the gradient gives {analytic} along a direction, a central difference {numeric}"
             );
-        }
-    }
-
-    type Ad = burn::backend::Autodiff<Flex>;
-
-    /// Checks that every parameter it visits has a finite gradient that is
-    /// not all zero.
-    struct Gradients<'a> {
-        grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
-        checked: usize,
-    }
-
-    impl ModuleVisitor<Ad> for Gradients<'_> {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Ad, D>>) {
-            let grad = param.val().grad(self.grads).expect("every parameter has a gradient");
-            let values = grad.into_data().into_vec::<f32>().unwrap();
-            assert!(values.iter().all(|v| v.is_finite()), "a finite gradient");
-            assert!(values.iter().any(|v| *v != 0.0), "a gradient that is not all zero");
-            self.checked += 1;
-        }
-    }
-
-    /// Go's ownership and score heads: their shapes, their parameters in
-    /// `parameter_count`, left out of a search's pass, trained by their
-    /// losses (every parameter gets a gradient), and refused for chess.
-    #[test]
-    fn go_heads_have_their_shapes_and_gradients() {
-        let game = capa_rules::GameKind::Go9;
-        let config = NetConfig {
-            channels: 16,
-            blocks: 1,
-            groups: 4,
-            heads: 2,
-            ownership_head: true,
-            score_head: true,
-            ..NetConfig::small(game)
-        };
-        config.validate().unwrap();
-        let net = Net::<Ad>::new(&config, &FlexDevice);
-        assert_eq!(net.num_params(), config.parameter_count());
-        let planes = Tensor::<Ad, 4>::from_inner(random([2, crate::input_planes(game), 9, 9]));
-        let search = net.forward(planes.clone(), Heads::SEARCH);
-        assert!(search.ownership.is_none() && search.score.is_none() && search.future.is_none());
-        let out = net.forward(planes, Heads::ALL);
-        assert_eq!(out.ownership.as_ref().unwrap().dims(), [2, 81]);
-        assert_eq!(out.score.as_ref().unwrap().dims(), [2, 163]);
-
-        let device = &FlexDevice;
-        let p = game.policy_size();
-        let one_hot = |width: usize, at: [usize; 2]| {
-            let mut data = vec![0.0f32; 2 * width];
-            data[at[0]] = 1.0;
-            data[width + at[1]] = 1.0;
-            Tensor::<Ad, 2>::from_data(TensorData::new(data, [2, width]), device)
-        };
-        let owned: Vec<f32> = (0..2 * 81).map(|i| [0.0, 0.5, 1.0][i % 3]).collect();
-        let targets = crate::loss::Targets {
-            policy: one_hot(p, [3, 5]),
-            legal: Tensor::<Ad, 2>::ones([2, p], device).greater_elem(0.0),
-            wdl: one_hot(3, [0, 2]),
-            moves_left: Tensor::ones([2, 1], device),
-            future: one_hot(p, [1, 2]),
-            territory: Some(crate::loss::TerritoryTargets {
-                ownership: Tensor::from_data(TensorData::new(owned, [2, 81]), device),
-                score: one_hot(163, [81 + 10, 81 - 4]),
-            }),
-        };
-        let losses = crate::loss::losses(out, targets, &crate::loss::LossWeights::default());
-        let [ownership, score]: [f32; 2] = [&losses.ownership, &losses.score].map(|l| l.clone().into_scalar());
-        assert!(ownership > 0.0 && score > 0.0, "ownership {ownership}, score {score}");
-        let grads = losses.total.backward();
-        let mut visitor = Gradients { grads: &grads, checked: 0 };
-        net.visit(&mut visitor);
-        assert!(visitor.checked > 0);
-
-        for game in [capa_rules::GameKind::Chess, capa_rules::GameKind::Capablanca] {
-            for config in [
-                NetConfig { ownership_head: true, ..NetConfig::small(game) },
-                NetConfig { score_head: true, ..NetConfig::small(game) },
-            ] {
-                let error = config.validate().unwrap_err().to_string();
-                assert!(error.contains("Go game"), "{error}");
-            }
         }
     }
 

@@ -331,8 +331,8 @@ fn outcome_wdl(winner: Option<Color>, player: Color) -> [f32; 3] {
 #[cfg(test)]
 mod tests {
     use capa_data::{Resignation, SearchValues};
-    use capa_rules::chess::Chess;
     use capa_rules::Game;
+    use capa_rules::chess::Chess;
     use capa_rules::go::{Go9, GoMove};
 
     use super::*;

@@ -22,6 +22,26 @@ pub(crate) fn random(shape: [usize; 4]) -> Tensor<Flex, 4> {
     Tensor::random(shape, Distribution::Normal(0.5, 2.0), &FlexDevice)
 }
 
+/// The autodiff backend the gradient tests run on.
+pub(crate) type Ad = burn::backend::Autodiff<Flex>;
+
+/// Checks that every parameter it visits has a finite gradient that is
+/// not all zero.
+pub(crate) struct Gradients<'a> {
+    pub(crate) grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
+    pub(crate) checked: usize,
+}
+
+impl burn::module::ModuleVisitor<Ad> for Gradients<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Ad, D>>) {
+        let grad = param.val().grad(self.grads).expect("every parameter has a gradient");
+        let values = grad.into_data().into_vec::<f32>().unwrap();
+        assert!(values.iter().all(|v| v.is_finite()), "a finite gradient");
+        assert!(values.iter().any(|v| *v != 0.0), "a gradient that is not all zero");
+        self.checked += 1;
+    }
+}
+
 #[test]
 fn one_exponential_mish_is_mish() {
     let x = Tensor::<Flex, 1>::from_floats([-100.0, -20.0, -3.0, -0.5, 0.0, 0.3, 2.0, 19.0, 25.0, 1e4], &FlexDevice);
