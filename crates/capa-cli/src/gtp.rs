@@ -16,17 +16,15 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capa_mcts::{
-    CachedEvaluator, HISTORY_LEN, LeafRequest, Limits, PLAY_PARALLEL_SIMS, SearchParams, SearchResult, StopReason, Tree,
-};
-use capa_net::NetEvaluator;
+use capa_mcts::{CachedEvaluator, Limits, PLAY_PARALLEL_SIMS, SearchParams, SearchResult, StopReason, Tree};
+use capa_net::{NetEvaluator, Territory};
 use capa_play::{Player, SearchPlayer, Turn};
 use capa_rules::GameKind;
 use capa_rules::go::{Cell, Go, GoMove};
 use capa_rules::{Color, Game, History, MoveList};
 
 use crate::args::DeviceArgs;
-use crate::gtp_analysis::{Dialect, Request, Territory, analysis_line, parse_request, shown_moves};
+use crate::gtp_analysis::{Dialect, Request, analysis_line, parse_request, shown_moves};
 
 /// Playouts an analysis searches between looks at the input and the clock.
 const ANALYSIS_CHUNK: u32 = 16;
@@ -277,9 +275,7 @@ impl<const N: usize> Engine<N> {
 
     /// The network's ownership of `history`'s position (if asked) and the
     /// score lead after each move the line shows (`kata-analyze`, with the
-    /// score head), in one call. Each lead is the network's after the move,
-    /// for the player to move at the root, komi counted; the search does
-    /// not average it over its tree as KataGo's does.
+    /// score head), in one call.
     fn territory(
         &self,
         request: &Request,
@@ -291,40 +287,11 @@ impl<const N: usize> Engine<N> {
         if !scores && !request.ownership {
             return Ok(Territory::default());
         }
-        // The last positions are all the planes see: a short game to play
-        // each shown move in.
-        let positions = history.positions();
-        let recent = positions.len().saturating_sub(HISTORY_LEN);
-        let mut base = History::new(positions[recent].clone());
-        for &m in &history.moves()[recent..] {
-            base.play(m);
-        }
-        let mut requests = vec![LeafRequest::from_history(&base)];
-        if scores {
-            for info in result.moves.iter().take(shown_moves(request, result)) {
-                let mut child = base.clone();
-                child.play(info.mv);
-                requests.push(LeafRequest::from_history(&child));
-            }
-        }
-        let answer = network.analyse(&requests).context("the network's analysis heads")?;
-        let root = history.current();
-        let (player, komi) = (root.turn(), root.komi());
-        // The network gives the area difference for the side to move after
-        // the move: the opponent.
-        let lead = |opponents: f32| if player == Color::Black { -opponents - komi } else { -opponents + komi };
-        let leads = (1..requests.len())
-            .filter_map(|row| answer.area_difference(row).map(|(mean, spread)| (lead(mean), spread)))
-            .collect();
-        let ownership = match request.ownership {
-            // Row by row from the top (the 19th line on 19x19), as KataGo writes them.
-            true => {
-                let root = &answer.ownership[..N * N];
-                (0..N).rev().flat_map(|row| root[row * N..(row + 1) * N].iter().copied()).collect()
-            }
+        let shown: Vec<GoMove<N>> = match scores {
+            true => result.moves.iter().take(shown_moves(request, result)).map(|m| m.mv).collect(),
             false => Vec::new(),
         };
-        Ok(Territory { leads, ownership })
+        network.territory(history, &shown, request.ownership).context("the network's analysis heads")
     }
 
     fn command(&mut self, command: &str, args: &[&str]) -> Result<(String, Next)> {

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use capa_mcts::{MoveInfo, SearchResult};
+use capa_net::Territory;
 use capa_rules::{Color, Game};
 
 /// Which front end's format.
@@ -43,18 +44,6 @@ pub struct Request {
     pub max_moves: usize,
     /// Whether each line ends with the ownership of every point.
     pub ownership: bool,
-}
-
-/// What a network's ownership and score heads add to a line.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Territory {
-    /// For each shown move, in the line's order: the analysed player's
-    /// score lead after it and the spread of the final score, in points.
-    pub leads: Vec<(f32, f32)>,
-    /// Each point's ownership for the analysed player, from -1 to 1, row by
-    /// row from the top-left (A19 on 19x19) to the bottom right; empty
-    /// unless the request asked for it.
-    pub ownership: Vec<f32>,
 }
 
 /// Parses `[player] [interval] KEY VALUE ...` (the interval in
@@ -136,21 +125,28 @@ pub fn shown_moves<G: Game>(request: &Request, result: &SearchResult<G>) -> usiz
 
 /// One analysis line for `result`: its [`shown_moves`] best first (an
 /// unvisited move shows the root's win rate), with `territory`'s score
-/// leads (`kata-analyze`) and ownership. Empty when there is no move to show.
+/// leads after the shown moves (`kata-analyze`) and its ownership, written
+/// row by row from the top-left (A19 on 19x19) as KataGo writes it. Empty
+/// when there is no move to show.
 pub fn analysis_line<G: Game>(request: &Request, result: &SearchResult<G>, territory: &Territory) -> String {
     let records: Vec<String> = result
         .moves
         .iter()
         .take(shown_moves(request, result))
         .enumerate()
-        .map(|(order, m)| record(request.dialect, m, order, result.q, territory.leads.get(order)))
+        .map(|(order, m)| record(request.dialect, m, order, result.q, territory.leads.get(order + 1)))
         .collect();
     if records.is_empty() {
         return String::new();
     }
     let mut line = records.join(" ");
     if !territory.ownership.is_empty() {
-        let values: Vec<String> = territory.ownership.iter().map(|v| format!("{v:.6}")).collect();
+        let side = territory.ownership.len().isqrt();
+        let values: Vec<String> = (0..side)
+            .rev()
+            .flat_map(|row| &territory.ownership[row * side..(row + 1) * side])
+            .map(|v| format!("{v:.6}"))
+            .collect();
         line.push_str(" ownership ");
         line.push_str(&values.join(" "));
     }

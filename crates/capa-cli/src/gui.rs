@@ -8,13 +8,17 @@ use capa_gui::{Gui, GuiOptions};
 
 use crate::args::DeviceArgs;
 
-/// A web GUI in the browser: an analysis board for Capablanca chess and
-/// chess (moves with variations, FEN and PGN in and out), live analysis by
-/// the network (arrows, every root move's N, P, Q, D, WDL and M, principal
-/// variations, an eval bar and a win-rate graph, CPuct and contempt),
-/// play against the network, an opening explorer and game browser over
-/// PGN files or a run's games, and a run's dashboard (every metric of
-/// `metrics.jsonl` plotted as the run goes, its latest games).
+/// A web GUI in the browser: an analysis board for Capablanca chess, chess
+/// and Go on 9x9, 13x13 and 19x19 (moves with variations; FEN, PGN and SGF
+/// in and out; Go's passes, captures and prisoners), live analysis by the
+/// network (every root move's N, P, Q, D, WDL and M, principal variations,
+/// an eval bar and a win-rate graph, CPuct and contempt; arrows on a chess
+/// board; on a Go board the candidate moves with their win rates, the PV of
+/// the hovered move and, from a network with Go's heads, score leads and
+/// an ownership map), play against the network, an opening explorer and
+/// game browser over PGN and SGF files or a run's games, and a run's
+/// dashboard (every metric of `metrics.jsonl` plotted as the run goes, its
+/// latest games).
 ///
 /// The page's files are in the binary: it works offline. It listens on
 /// loopback unless `--host` says otherwise, and serves no file from disk
@@ -22,8 +26,8 @@ use crate::args::DeviceArgs;
 /// kept in `--index-dir`, rebuilt when the games change.
 #[derive(clap::Args, Debug)]
 pub struct GuiArgs {
-    /// A network to analyse and play with: a file capa wrote, or a shipped
-    /// network's short name (`capablanca-cpu`). Without it, the `--run`'s
+    /// A network to analyse and play with, of any game: a file capa wrote,
+    /// or a shipped network's short name (`capablanca-cpu`). Without it, the `--run`'s
     /// latest network; without either, the board, the explorer and the
     /// dashboard still work.
     #[arg(long, value_parser = crate::args::network)]
@@ -32,9 +36,10 @@ pub struct GuiArgs {
     /// object-store URL, as `capa-train` takes it.
     #[arg(long)]
     run: Option<PathBuf>,
-    /// PGN files for the explorer (`.pgn` or `.pgn.gz`; chess, or Capablanca
-    /// games with a `Variant "Capablanca"` tag). A game that does not replay
-    /// is skipped with a warning.
+    /// Game files for the explorer: PGN (`.pgn` or `.pgn.gz`; chess, or
+    /// Capablanca games with a `Variant "Capablanca"` tag) and SGF (`.sgf`
+    /// or `.sgf.gz`; Go on 9x9, 13x13 and 19x19, each game's main line). A
+    /// game that does not replay is skipped with a warning.
     #[arg(long, num_args = 1..)]
     games: Vec<PathBuf>,
     /// The port to listen on (0: any free one).

@@ -1,6 +1,8 @@
-// capa's page: an analysis board (moves as a tree with variations), live
-// analysis over server-sent events, play against the network, the opening
-// explorer, and a run's dashboard. Plain JavaScript and SVG, no libraries.
+// capa's page: an analysis board for chess, Capablanca chess and Go (moves
+// as a tree with variations), live analysis over server-sent events (Go's
+// with score leads and an ownership map), play against the network, the
+// opening explorer, and a run's dashboard. Plain JavaScript and SVG, no
+// libraries.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -82,6 +84,8 @@ const state = {
   snapshot: null,
   playing: false,
   loadSerial: 0,
+  // Go: the hovered move's principal variation, drawn on the board.
+  pv: null,
 };
 state.node = state.root;
 
@@ -120,6 +124,7 @@ async function goTo(node) {
   if (serial !== state.loadSerial) return;
   state.node = node;
   state.selected = null;
+  state.pv = null;
   showError('');
   render();
   if (state.analysing) {
@@ -147,6 +152,7 @@ async function playMove(uci) {
 function resetGame(game, fen, moves, sans) {
   state.game = game;
   $('game-select').value = game;
+  showGameControls();
   state.startFen = fen || '';
   state.root = newNode(null, null, null);
   let node = state.root;
@@ -202,6 +208,7 @@ function splitUci(uci) {
 function render() {
   const view = state.node.view;
   renderBoard(view);
+  $('prisoners').textContent = view.prisoners ? `prisoners: black ${view.prisoners[0]}, white ${view.prisoners[1]}` : '';
   renderMoveList();
   $('fen').value = view.fen;
   $('result').textContent = view.ending ? `${view.ending.result} (${view.ending.reason})` : '';
@@ -210,6 +217,7 @@ function render() {
 }
 
 function renderBoard(view) {
+  if (isGo()) { renderGoBoard(view); return; }
   const svg = $('board');
   svg.setAttribute('viewBox', `0 0 ${view.files * SQUARE} ${view.ranks * SQUARE}`);
   svg.innerHTML = '';
@@ -315,6 +323,7 @@ function squareAt(event) {
 let dragFrom = null;
 
 function onPointerDown(event) {
+  if (isGo()) { goClick(event); return; }
   const square = squareAt(event);
   if (!square) return;
   const view = state.node.view;
@@ -396,12 +405,19 @@ function renderMoveList() {
 function plyOf(view) {
   if (!view) return 0;
   const fields = view.fen.split(' ');
+  // Go's text form ends with the plies played.
+  if (isGo()) return parseInt(fields[fields.length - 1], 10) || 0;
   const fullmove = parseInt(fields[fields.length - 1], 10) || 1;
   return (fullmove - 1) * 2 + (view.turn === 'b' ? 1 : 0);
 }
 
 function addMove(node, ply, container, forceNumber) {
-  if (ply % 2 === 0 || forceNumber) {
+  if (isGo()) {
+    const number = document.createElement('span');
+    number.className = 'number';
+    number.textContent = `${ply + 1}.`;
+    container.appendChild(number);
+  } else if (ply % 2 === 0 || forceNumber) {
     const number = document.createElement('span');
     number.className = 'number';
     number.textContent = `${Math.floor(ply / 2) + 1}${ply % 2 === 0 ? '.' : '...'}`;
@@ -485,6 +501,7 @@ function whiteScore(turn, m) {
 }
 
 function scoreText(m) {
+  if (isGo()) return `${(50 * (1 + m.q)).toFixed(1)}%${m.score_lead == null ? '' : ' ' + leadText(m.score_lead, state.node.view.turn)}`;
   if (m.mate) return m.mate > 0 ? `#${m.mate}` : `-#${-m.mate}`;
   if (m.proven_draw) return '=0.00';
   const cp = 90 * Math.tan(1.5637541897 * Math.max(-0.999, Math.min(0.999, m.q)));
@@ -507,14 +524,20 @@ function renderAnalysis() {
     setEvalBar(state.node.eval);
     return;
   }
-  $('analysis-stats').textContent = `${snapshot.playouts} playouts, ${snapshot.visits} visits, ${Math.round(snapshot.nps)}/s, ${(snapshot.ms / 1000).toFixed(1)} s${snapshot.done ? ', done' : ''}`;
+  const lead = snapshot.score_lead == null ? '' : `, score ${leadText(snapshot.score_lead, view.turn)} ± ${snapshot.score_stdev.toFixed(1)}`;
+  $('analysis-stats').textContent = `${snapshot.playouts} playouts, ${snapshot.visits} visits, ${Math.round(snapshot.nps)}/s, ${(snapshot.ms / 1000).toFixed(1)} s${lead}${snapshot.done ? ', done' : ''}`;
+  // The rows are new: a hovered one says so again (the browser sends
+  // mouseenter to a row drawn under the pointer), a removed one never will.
+  state.pv = null;
   body.innerHTML = '';
   snapshot.moves.forEach((m, i) => {
     const [w, d, l] = wdlOf(m);
     const row = body.insertRow();
     row.dataset.move = m.uci;
     if (i === 0) row.className = 'best';
-    const cells = [m.san, m.n, `${(100 * m.p).toFixed(1)}%`, m.mate ? scoreText(m) : m.q.toFixed(3), m.d.toFixed(3), null, m.m.toFixed(1)];
+    const cells = isGo()
+      ? [m.san, m.n, `${(100 * m.p).toFixed(1)}%`, `${(50 * (1 + m.q)).toFixed(1)}%`, m.score_lead == null ? '' : leadText(m.score_lead, view.turn), null, m.m.toFixed(1)]
+      : [m.san, m.n, `${(100 * m.p).toFixed(1)}%`, m.mate ? scoreText(m) : m.q.toFixed(3), m.d.toFixed(3), null, m.m.toFixed(1)];
     cells.forEach((text, c) => {
       const cell = row.insertCell();
       if (c === 5) {
@@ -522,6 +545,8 @@ function renderAnalysis() {
       } else cell.textContent = text;
     });
     row.onclick = () => playMove(m.uci);
+    row.onmouseenter = () => showPv(m);
+    row.onmouseleave = () => showPv(null);
   });
   pvs.innerHTML = '';
   for (const m of snapshot.moves.filter((m) => m.pv.length)) {
@@ -627,6 +652,192 @@ async function openGame(request, ply) {
 const START_FENS = {};
 function startFenOf(game) { return START_FENS[game]; }
 
+// ---- games as text: PGN for chess, SGF for Go ----
+
+async function loadGameText(text) {
+  try {
+    // SGF starts with its game tree's `(`; anything else is read as PGN.
+    const sgf = text.trimStart().startsWith('(');
+    const game = await api(sgf ? '/api/sgf' : '/api/pgn', { method: 'POST', body: text, headers: { 'content-type': 'text/plain' } });
+    await openGame(Promise.resolve(game));
+  } catch (e) { showError(e.message); }
+}
+
+function gameText() { return isGo() ? sgfText() : pgnText(); }
+
+// The game tree as SGF (FF[4]): the start's setup stones and komi, every
+// variation, the result when the game has ended.
+function sgfText() {
+  const size = goSize();
+  const start = state.root.view;
+  const fields = start.fen.split(' ');
+  const komi = fields[4] || '7.5';
+  const point = (p) => String.fromCharCode(97 + (p % size)) + String.fromCharCode(97 + size - 1 - Math.floor(p / size));
+  const stones = goStones(start.fen, size);
+  const setup = (letter) => stones.map((s, p) => (s === letter ? `[${point(p)}]` : '')).join('');
+  const black = setup('X'), white = setup('O');
+  let text = `(;GM[1]FF[4]CA[UTF-8]AP[capa]SZ[${size}]KM[${komi}]RU[Chinese]`;
+  if (black) text += `AB${black}`;
+  if (white) text += `AW${white}`;
+  if (black || white || start.turn === 'w') text += `PL[${start.turn === 'w' ? 'W' : 'B'}]`;
+  const end = state.node.view.ending;
+  if (end) text += `RE[${end.result}]`;
+  const move = (node, depth) => {
+    const color = (depth % 2 === 0) === (start.turn === 'b') ? 'B' : 'W';
+    return `;${color}[${node.uci === 'pass' ? '' : point(goPoint(node.uci, size))}]`;
+  };
+  const line = (node, depth) => {
+    let out = '';
+    let n = node;
+    while (n.children.length === 1) { n = n.children[0]; out += move(n, depth++); }
+    if (n.children.length > 1) out += n.children.map((c) => `(${move(c, depth)}${line(c, depth + 1)})`).join('');
+    return out;
+  };
+  return `${text}${line(state.root, 0)})\n`;
+}
+
+// ---- Go ----
+
+// GTP's column letters: no I.
+const GO_COLUMNS = 'ABCDEFGHJKLMNOPQRST';
+
+function isGo(game = state.game) { return game.startsWith('go'); }
+function goSize() { return parseInt(state.game.slice(2), 10); }
+function goVertex(point, size) { return GO_COLUMNS[point % size] + (Math.floor(point / size) + 1); }
+function goPoint(vertex, size) { return (parseInt(vertex.slice(1), 10) - 1) * size + GO_COLUMNS.indexOf(vertex[0].toUpperCase()); }
+
+// Each point's stone, `X` black, `O` white or null, in point order (row * size + column from A1).
+function goStones(fen, size) {
+  const stones = new Array(size * size).fill(null);
+  fen.split(' ')[0].split('/').forEach((row, r) => {
+    let column = 0;
+    for (const token of row.match(/\d+|[XO]/g) || []) {
+      if (/\d/.test(token)) column += parseInt(token, 10);
+      else stones[(size - 1 - r) * size + column++] = token;
+    }
+  });
+  return stones;
+}
+
+function starPoints(size) {
+  const lines = size === 9 ? [2, 6] : size === 13 ? [3, 9] : [3, 9, 15];
+  const points = lines.flatMap((row) => lines.map((column) => row * size + column));
+  const middle = (size - 1) / 2;
+  if (size % 2 === 1 && !points.includes(middle * size + middle)) points.push(middle * size + middle);
+  return points;
+}
+
+// A point's centre on the board: one square of margin for the coordinates.
+function goXY(point, size) { return [(point % size + 1) * SQUARE, (size - Math.floor(point / size)) * SQUARE]; }
+
+function svgElement(name, attributes, text) {
+  const element = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attributes)) element.setAttribute(k, v);
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+function renderGoBoard(view) {
+  const size = view.files;
+  const svg = $('board');
+  const extent = (size + 1) * SQUARE;
+  svg.setAttribute('viewBox', `0 0 ${extent} ${extent}`);
+  svg.innerHTML = '';
+  svg.appendChild(svgElement('rect', { class: 'goban', x: 0, y: 0, width: extent, height: extent }));
+  for (let i = 0; i < size; i++) {
+    const at = (i + 1) * SQUARE;
+    svg.appendChild(svgElement('line', { class: 'grid', x1: SQUARE, y1: at, x2: size * SQUARE, y2: at }));
+    svg.appendChild(svgElement('line', { class: 'grid', x1: at, y1: SQUARE, x2: at, y2: size * SQUARE }));
+    for (const y of [SQUARE * 0.45, (size + 0.75) * SQUARE]) svg.appendChild(svgElement('text', { class: 'go-coord', x: at, y }, GO_COLUMNS[i]));
+    for (const x of [SQUARE * 0.45, (size + 0.55) * SQUARE]) svg.appendChild(svgElement('text', { class: 'go-coord', x, y: (size - i) * SQUARE + 12 }, i + 1));
+  }
+  for (const p of starPoints(size)) {
+    const [x, y] = goXY(p, size);
+    svg.appendChild(svgElement('circle', { class: 'star', cx: x, cy: y, r: SQUARE * 0.09 }));
+  }
+  // A target per point: what a click lands on (and what tests click).
+  for (let p = 0; p < size * size; p++) {
+    const [x, y] = goXY(p, size);
+    svg.appendChild(svgElement('rect', { class: 'point', x: x - SQUARE / 2, y: y - SQUARE / 2, width: SQUARE, height: SQUARE, 'data-point': goVertex(p, size) }));
+  }
+  const snapshot = state.snapshot && state.snapshot.fen === view.fen ? state.snapshot : null;
+  if (snapshot && snapshot.ownership && $('show-ownership').checked) {
+    // The network's ownership is the side to move's; the map shows black's.
+    const sign = view.turn === 'b' ? 1 : -1;
+    snapshot.ownership.forEach((value, p) => {
+      const black = sign * value;
+      const [x, y] = goXY(p, size);
+      const half = SQUARE * 0.3;
+      svg.appendChild(svgElement('rect', {
+        class: 'owner', x: x - half, y: y - half, width: 2 * half, height: 2 * half,
+        fill: black > 0 ? '#000' : '#fff', 'fill-opacity': Math.min(1, Math.abs(black)) * 0.75, 'data-point': goVertex(p, size),
+      }));
+    });
+  }
+  const stones = goStones(view.fen, size);
+  stones.forEach((stone, p) => {
+    if (!stone) return;
+    const [x, y] = goXY(p, size);
+    svg.appendChild(svgElement('circle', { class: `stone ${stone === 'X' ? 'black' : 'white'}`, cx: x, cy: y, r: SQUARE * 0.47, 'data-point': goVertex(p, size) }));
+  });
+  const last = state.node.uci;
+  if (last && last !== 'pass') {
+    const p = goPoint(last, size);
+    const [x, y] = goXY(p, size);
+    svg.appendChild(svgElement('circle', { class: 'last-stone', cx: x, cy: y, r: SQUARE * 0.18, stroke: stones[p] === 'X' ? '#fff' : '#000' }));
+  }
+  if (snapshot && !state.pv) {
+    const total = snapshot.moves.reduce((sum, m) => sum + m.n, 0) || 1;
+    snapshot.moves.filter((m) => m.n > 0 && m.uci !== 'pass').slice(0, 10).forEach((m, i) => {
+      const [x, y] = goXY(goPoint(m.uci, size), size);
+      const g = svgElement('g', { class: 'candidate', 'data-move': m.uci });
+      g.appendChild(svgElement('circle', { cx: x, cy: y, r: SQUARE * 0.45, fill: i === 0 ? 'rgba(21,160,60,0.85)' : `rgba(47,111,191,${0.35 + 0.6 * m.n / total})` }));
+      g.appendChild(svgElement('text', { x, y: y - 4 }, `${(50 * (1 + m.q)).toFixed(0)}`));
+      g.appendChild(svgElement('text', { x, y: y + 26, class: 'small' }, m.score_lead == null ? m.n : `${m.score_lead >= 0 ? '+' : ''}${m.score_lead.toFixed(1)}`));
+      g.onmouseenter = () => showPv(m);
+      g.onmouseleave = () => showPv(null);
+      svg.appendChild(g);
+    });
+  }
+  if (state.pv) {
+    // The hovered move's principal variation, numbered, as translucent stones.
+    let black = view.turn === 'b';
+    state.pv.forEach((vertex, i) => {
+      if (vertex !== 'pass') {
+        const [x, y] = goXY(goPoint(vertex, size), size);
+        svg.appendChild(svgElement('circle', { class: `stone pv ${black ? 'black' : 'white'}`, cx: x, cy: y, r: SQUARE * 0.47, 'data-pv': i + 1 }));
+        svg.appendChild(svgElement('text', { class: `pv-number ${black ? 'on-black' : 'on-white'}`, x, y: y + 12 }, i + 1));
+      }
+      black = !black;
+    });
+  }
+}
+
+function showPv(m) {
+  if (!isGo()) return;
+  state.pv = m && m.pv_uci.length ? m.pv_uci : m ? [m.uci] : null;
+  renderGoBoard(state.node.view);
+}
+
+// A Go score lead for the side to move `turn`, as players write it: `B+2.5`.
+function leadText(lead, turn) {
+  const black = turn === 'b' ? lead : -lead;
+  return `${black >= 0 ? 'B' : 'W'}+${Math.abs(black).toFixed(1)}`;
+}
+
+function goClick(event) {
+  const view = state.node.view;
+  const size = view.files;
+  const svg = $('board');
+  const point = svg.createSVGPoint();
+  point.x = event.clientX; point.y = event.clientY;
+  const p = point.matrixTransform(svg.getScreenCTM().inverse());
+  const column = Math.round(p.x / SQUARE) - 1, row = size - Math.round(p.y / SQUARE);
+  if (column < 0 || row < 0 || column >= size || row >= size) return;
+  const vertex = goVertex(row * size + column, size);
+  if (view.legal.some((m) => m.uci === vertex)) playMove(vertex);
+}
+
 // ---- the dashboard ----
 
 let dashboardTimer = null;
@@ -724,6 +935,19 @@ async function newGame(game, fen) {
   await goTo(node);
 }
 
+// What the controls say and show for the board's game.
+function showGameControls() {
+  const go = isGo();
+  $('pass').hidden = !go;
+  $('flip').hidden = go;
+  $('ownership-label').hidden = !go;
+  $('copy-pgn').textContent = go ? 'Copy SGF' : 'Copy PGN';
+  const head = $('analysis-table').tHead.rows[0].cells;
+  head[3].textContent = go ? 'Win' : 'Q';
+  head[4].textContent = go ? 'Lead' : 'D';
+  head[5].textContent = go ? 'W/L' : 'W/D/L';
+}
+
 async function init() {
   try { state.info = await api('/api/info'); } catch (e) { showError(`cannot reach the server: ${e.message}`); return; }
   const info = state.info;
@@ -733,7 +957,7 @@ async function init() {
     info.run ? `run ${info.run.location}` : '',
   ].filter(Boolean).join(' · ');
   $('cpuct').value = info.defaults.cpuct.toFixed(3); $('cpuct-value').textContent = info.defaults.cpuct.toFixed(3);
-  for (const game of ['capablanca', 'chess']) START_FENS[game] = (await api(`/api/position?game=${game}`)).fen;
+  for (const game of ['capablanca', 'chess', 'go9', 'go13', 'go19']) START_FENS[game] = (await api(`/api/position?game=${game}`)).fen;
   for (const button of document.querySelectorAll('.tab')) button.onclick = () => showTab(button.dataset.tab);
   const board = $('board');
   board.addEventListener('pointerdown', onPointerDown);
@@ -759,13 +983,22 @@ async function init() {
     } catch (e) { showError(e.message); }
   };
   $('copy-fen').onclick = () => navigator.clipboard?.writeText(state.node.view.fen);
-  $('load-pgn').onclick = async () => {
-    try {
-      const game = await api('/api/pgn', { method: 'POST', body: $('pgn').value, headers: { 'content-type': 'text/plain' } });
-      await openGame(Promise.resolve(game));
-    } catch (e) { showError(e.message); }
+  $('load-pgn').onclick = () => loadGameText($('pgn').value);
+  $('open-file').onchange = async () => {
+    const file = $('open-file').files[0];
+    if (file) await loadGameText(await file.text());
+    $('open-file').value = '';
   };
-  $('copy-pgn').onclick = () => { const text = pgnText(); $('pgn').value = text; navigator.clipboard?.writeText(text); };
+  $('copy-pgn').onclick = () => { const text = gameText(); $('pgn').value = text; navigator.clipboard?.writeText(text); };
+  $('save-game').onclick = () => {
+    const link = document.createElement('a');
+    link.href = URL.createObjectURL(new Blob([gameText()], { type: 'text/plain' }));
+    link.download = isGo() ? 'capa.sgf' : 'capa.pgn';
+    link.click();
+    URL.revokeObjectURL(link.href);
+  };
+  $('pass').onclick = () => playMove('pass');
+  $('show-ownership').onchange = () => renderBoard(state.node.view);
   $('analyse').onclick = () => setAnalysing(!state.analysing);
   for (const id of ['cpuct', 'contempt']) {
     $(id).oninput = () => { $(`${id}-value`).textContent = $(id).value; };

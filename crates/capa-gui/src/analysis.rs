@@ -6,40 +6,38 @@
 //! each, it hands a snapshot to whoever listens, and it stops as soon as
 //! nobody does (the page closed, the connection dropped).
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use capa_mcts::{CachedEvaluator, Limits, MoveInfo, SearchParams, SearchResult, StopReason, Tree};
-use capa_net::{DeviceSpec, NetEvaluator, NetGame};
-use capa_rules::GameKind;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_rules::{Game, History};
+use capa_net::{DeviceSpec, NetEvaluator, NetGame, Territory};
+use capa_rules::{Game, GameKind, History, for_game};
 use serde::Serialize;
 
+use crate::games::{Evaluator, GuiGame};
 use crate::position::sans;
 
 /// Evaluations the network's cache keeps.
 const CACHE: usize = 200_000;
 /// The analysis table is compacted to what the root reaches beyond this many nodes.
 const ANALYSIS_NODES: usize = 1_000_000;
+/// Go: the best moves (by visits) whose score lead the snapshots show.
+const LEAD_MOVES: usize = 10;
 /// Time between snapshots.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 /// The length a chunk of search aims at.
 const CHUNK_TIME: Duration = Duration::from_millis(50);
 
-/// The network behind its evaluation cache.
-pub type Evaluator<G> = CachedEvaluator<NetEvaluator<G>>;
-
-/// The network, for the game it plays.
+/// The network, for the game it plays: its evaluator, whose type names the
+/// game, behind `Any` so that one value holds any game's.
 #[derive(Clone)]
-pub enum Network {
-    /// A network of Capablanca chess.
-    Capablanca(Arc<Evaluator<Capablanca>>),
-    /// A network of chess.
-    Chess(Arc<Evaluator<Chess>>),
+pub struct Network {
+    game: GameKind,
+    evaluator: Arc<dyn Any + Send + Sync>,
 }
 
 impl Network {
@@ -50,29 +48,21 @@ impl Network {
     pub fn load(path: &Path, device: DeviceSpec) -> Result<Network> {
         let what = "cannot load the network";
         let game = capa_net::read_net_config(path).context(what)?.game;
-        Ok(match game {
-            GameKind::Capablanca => Network::Capablanca(Arc::new(CachedEvaluator::new(
-                NetEvaluator::from_file(path, device).context(what)?,
-                CACHE,
-            ))),
-            GameKind::Chess => Network::Chess(Arc::new(CachedEvaluator::new(
-                NetEvaluator::from_file(path, device).context(what)?,
-                CACHE,
-            ))),
-            go => anyhow::bail!(
-                "{}: a {} network; the GUI analyses chess games (use `capa gtp` with a Go GUI)",
-                path.display(),
-                go.name()
-            ),
-        })
+        let evaluator: Arc<dyn Any + Send + Sync> = for_game!(game, G => Arc::new(CachedEvaluator::new(
+            NetEvaluator::<G>::from_file(path, device).context(what)?,
+            CACHE,
+        )));
+        Ok(Network { game, evaluator })
     }
 
     /// The game the network plays.
     pub fn game(&self) -> GameKind {
-        match self {
-            Network::Capablanca(_) => GameKind::Capablanca,
-            Network::Chess(_) => GameKind::Chess,
-        }
+        self.game
+    }
+
+    /// The evaluator, when the network plays `G`.
+    pub fn evaluator<G: NetGame>(&self) -> Option<Arc<Evaluator<G>>> {
+        Arc::clone(&self.evaluator).downcast::<Evaluator<G>>().ok()
     }
 }
 
@@ -114,6 +104,9 @@ pub struct RootMove {
     pub pv: Vec<String>,
     /// The same in UCI.
     pub pv_uci: Vec<String>,
+    /// Go, with the score head: the network's score lead after the move
+    /// for the side to move, komi counted (shown moves only).
+    pub score_lead: Option<f32>,
 }
 
 /// The search's state at one moment.
@@ -137,6 +130,15 @@ pub struct Snapshot {
     pub moves: Vec<RootMove>,
     /// The search has ended (proven, its playouts spent); no more snapshots follow.
     pub done: bool,
+    /// Go, with the score head: the network's score lead for the side to
+    /// move, komi counted, and its standard deviation.
+    pub score_lead: Option<f32>,
+    /// The spread of [`Snapshot::score_lead`].
+    pub score_stdev: Option<f32>,
+    /// Go, with the ownership head: each point's ownership for the side to
+    /// move, -1 (the opponent's) to 1, in point order (`row * N + column`
+    /// from A1).
+    pub ownership: Option<Vec<f32>>,
 }
 
 impl Snapshot {
@@ -165,6 +167,7 @@ impl Snapshot {
                     proven_draw: m.proof == capa_mcts::Proof::Draw,
                     pv: sans(root, &pv),
                     pv_uci: pv.iter().map(ToString::to_string).collect(),
+                    score_lead: None,
                 }
             })
             .collect();
@@ -178,6 +181,9 @@ impl Snapshot {
             m: result.m,
             moves,
             done: false,
+            score_lead: None,
+            score_stdev: None,
+            ownership: None,
         }
     }
 }
@@ -188,11 +194,12 @@ fn params(settings: &Settings) -> SearchParams {
 
 /// Analyses the position at the end of `history` until nobody listens
 /// (`send` refuses a snapshot, or `gone` says so between chunks), the root
-/// is proven or the playouts are spent.
+/// is proven or the playouts are spent. In Go, the snapshots carry what the
+/// ownership and score heads say of the root and of its best moves.
 ///
 /// # Errors
 /// The search's failure (the network's).
-pub fn analyse<G: NetGame>(
+pub fn analyse<G: GuiGame>(
     history: History<G>,
     settings: Settings,
     evaluator: &Evaluator<G>,
@@ -200,6 +207,7 @@ pub fn analyse<G: NetGame>(
     mut send: impl FnMut(Snapshot) -> bool,
 ) -> Result<()> {
     let root = history.current().clone();
+    let mut territory = Leads::new(&history, evaluator)?;
     let mut tree = Tree::analysis(history, params(&settings), 0, ANALYSIS_NODES).map_err(|e| anyhow::anyhow!("{e}"))?;
     let started = Instant::now();
     let mut last_sent = started;
@@ -216,6 +224,9 @@ pub fn analyse<G: NetGame>(
         if done || last_sent.elapsed() >= SNAPSHOT_EVERY || playouts == u64::from(result.playouts) {
             let mut snapshot = Snapshot::build(&root, &result, settings.multipv, playouts, elapsed);
             snapshot.done = done;
+            if let Some(leads) = &mut territory {
+                leads.annotate(evaluator, &result, &mut snapshot)?;
+            }
             if !send(snapshot) || done {
                 return Ok(());
             }
@@ -223,6 +234,45 @@ pub fn analyse<G: NetGame>(
         }
     }
     Ok(())
+}
+
+/// Go's heads during an analysis: the root's ownership and score lead,
+/// asked once, and each shown move's lead, asked when it is first shown.
+struct Leads<G: GuiGame> {
+    history: History<G>,
+    root: Territory,
+    after: HashMap<G::Move, f32>,
+}
+
+impl<G: GuiGame> Leads<G> {
+    /// `None` for chess, and for a network without Go's heads.
+    fn new(history: &History<G>, evaluator: &Evaluator<G>) -> Result<Option<Leads<G>>> {
+        Ok(G::territory(evaluator, history, &[], true)?.map(|root| Leads {
+            history: history.clone(),
+            root,
+            after: HashMap::new(),
+        }))
+    }
+
+    fn annotate(&mut self, evaluator: &Evaluator<G>, result: &SearchResult<G>, snapshot: &mut Snapshot) -> Result<()> {
+        snapshot.score_lead = self.root.leads.first().map(|&(lead, _)| lead);
+        snapshot.score_stdev = self.root.leads.first().map(|&(_, spread)| spread);
+        snapshot.ownership = (!self.root.ownership.is_empty()).then(|| self.root.ownership.clone());
+        if self.root.leads.is_empty() {
+            return Ok(());
+        }
+        let shown = result.moves.iter().filter(|m| m.visits > 0).take(LEAD_MOVES);
+        let new: Vec<G::Move> = shown.map(|m| m.mv).filter(|m| !self.after.contains_key(m)).collect();
+        if !new.is_empty()
+            && let Some(territory) = G::territory(evaluator, &self.history, &new, false)?
+        {
+            self.after.extend(new.into_iter().zip(territory.leads.iter().skip(1).map(|&(lead, _)| lead)));
+        }
+        for (shown, info) in snapshot.moves.iter_mut().zip(&result.moves) {
+            shown.score_lead = self.after.get(&info.mv).copied();
+        }
+        Ok(())
+    }
 }
 
 /// The network's move after `playouts` playouts: its UCI and SAN.

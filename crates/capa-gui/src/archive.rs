@@ -1,19 +1,20 @@
-//! Games for the explorer: PGN files (plain or gzipped, chess or
-//! Capablanca by their `Variant` tag) and a run's game records. A game
-//! that cannot be replayed is skipped with a warning naming its file, its
-//! number and the move; a file never stops the rest.
+//! Games for the board and the explorer: PGN files (plain or gzipped, chess
+//! or Capablanca by their `Variant` tag), SGF files of Go (9x9, 13x13 and
+//! 19x19, their main lines) and a run's game records. A game that cannot be
+//! replayed is skipped with a warning naming its file, its number and the
+//! move; a file never stops the rest.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use capa_data::GameRecord;
+use capa_data::{GameRecord, SgfGame, SgfResult};
 use capa_lc0::{PgnReader, SourceGame};
-use capa_rules::GameKind;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_rules::{Color, Game};
+use capa_rules::{Color, Game, GameKind, for_game};
 use capa_rundir::{RunDir, keys};
+use serde_json::{Value, json};
+
+use crate::games::GuiGame;
 
 /// Who played a game, how it ended and where it came from.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -30,10 +31,8 @@ pub struct GameMeta {
 
 /// Where the games read go: one call per game that replays.
 pub trait GameSink {
-    /// A game of Capablanca chess.
-    fn capablanca(&mut self, start: &Capablanca, moves: &[<Capablanca as Game>::Move], meta: GameMeta);
-    /// A game of chess.
-    fn chess(&mut self, start: &Chess, moves: &[<Chess as Game>::Move], meta: GameMeta);
+    /// A game: `moves` are legal from `start`.
+    fn add<G: Game>(&mut self, start: &G, moves: &[G::Move], meta: GameMeta);
 }
 
 /// What reading some sources gave.
@@ -57,6 +56,20 @@ impl ReadReport {
     fn skip(&mut self, why: String) {
         tracing::warn!("skipped {why}");
         self.skipped.push(why);
+    }
+}
+
+/// Reads every game of `path` into `sink`: an SGF file (`.sgf`,
+/// `.sgf.gz`) or a PGN file (any other name).
+///
+/// # Errors
+/// Only when the file cannot be opened or read.
+pub fn read_games_file(path: &Path, sink: &mut impl GameSink, report: &mut ReadReport) -> Result<()> {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    if name.ends_with(".sgf") || name.ends_with(".sgf.gz") {
+        read_sgf_file(path, sink, report)
+    } else {
+        read_pgn_file(path, sink, report)
     }
 }
 
@@ -92,14 +105,9 @@ fn read_pgn<R: BufRead>(
             result: game.winner(),
             source: source.clone(),
         };
-        let replayed = match pgn_game_kind(&game) {
-            Ok(GameKind::Capablanca) => {
-                replay::<Capablanca>(&game).map(|(start, moves)| sink.capablanca(&start, &moves, meta))
-            }
-            Ok(GameKind::Chess) => replay::<Chess>(&game).map(|(start, moves)| sink.chess(&start, &moves, meta)),
-            Ok(go) => Err(format!("{} games are not drawn", go.name())),
-            Err(e) => Err(e),
-        };
+        let replayed = pgn_game_kind(&game).and_then(
+            |kind| for_game!(kind, G => replay::<G>(&game).map(|(start, moves)| sink.add::<G>(&start, &moves, meta))),
+        );
         match replayed {
             Ok(()) => report.count_game(),
             Err(why) => report.skip(format!("{source} (line {}): {why}", game.line)),
@@ -142,6 +150,70 @@ pub fn replay<G: Game>(game: &SourceGame) -> Result<(G, Vec<G::Move>), String> {
     Ok((start, moves))
 }
 
+/// Reads every game of the SGF file `path` (`.sgf` or `.sgf.gz`) into
+/// `sink`: each game's main line, on its board's size.
+///
+/// # Errors
+/// Only when the file cannot be read; a game that does not replay is
+/// skipped and reported.
+pub fn read_sgf_file(path: &Path, sink: &mut impl GameSink, report: &mut ReadReport) -> Result<()> {
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    for game in capa_data::read_sgf_file(path)? {
+        let replayed = game.map_err(|e| e.to_string()).and_then(|game| {
+            let meta = sgf_meta(&game, format!("{name} game {}", game.number));
+            for_game!(sgf_game_kind(&game)?, G => G::from_sgf(&game).map(|(start, moves)| sink.add::<G>(&start, &moves, meta)))
+        });
+        match replayed {
+            Ok(()) => report.count_game(),
+            Err(why) => report.skip(format!("{name}: {why}")),
+        }
+    }
+    Ok(())
+}
+
+/// The Go game an SGF game is played in, by its board's size.
+fn sgf_game_kind(game: &SgfGame) -> Result<GameKind, String> {
+    match game.size {
+        9 => Ok(GameKind::Go9),
+        13 => Ok(GameKind::Go13),
+        19 => Ok(GameKind::Go19),
+        size => Err(format!(
+            "game {} (line {}): capa plays Go on 9x9, 13x13 and 19x19, not {size}x{size}",
+            game.number, game.line
+        )),
+    }
+}
+
+/// An SGF game's players, result and source.
+fn sgf_meta(game: &SgfGame, source: String) -> GameMeta {
+    let player = |key: &str| game.properties.get(key).cloned().unwrap_or_else(|| "?".to_string());
+    GameMeta {
+        white: player("PW"),
+        black: player("PB"),
+        result: game.result.map(|result| match result {
+            SgfResult::Won(color) => Some(color),
+            SgfResult::Draw => None,
+        }),
+        source,
+    }
+}
+
+/// The first game of SGF text, for the board: its start (setup stones,
+/// komi), its main line and its players.
+///
+/// # Errors
+/// Text without a game, or a first game that does not replay.
+pub fn first_sgf_game(text: &str) -> Result<Value, String> {
+    let game = match capa_data::read_sgf(text).into_iter().next() {
+        None => return Err("the text holds no SGF game (it starts with `(;`)".to_string()),
+        Some(game) => game.map_err(|e| format!("cannot read the SGF: {e}"))?,
+    };
+    let meta = sgf_meta(&game, "pasted".to_string());
+    let mut answer = for_game!(sgf_game_kind(&game)?, G => G::from_sgf(&game).map(|(start, moves)| game_json::<G>(&start, &moves, &meta))?);
+    answer["tags"] = json!(game.properties);
+    Ok(answer)
+}
+
 /// The first game of PGN text, for the board.
 ///
 /// # Errors
@@ -170,13 +242,8 @@ pub fn read_run_games(run: &RunDir, game: GameKind, sink: &mut impl GameSink, re
     entries.sort_by(|a, b| a.key.cmp(&b.key));
     for entry in entries {
         let Some(bytes) = run.read(&entry.key)? else { continue };
-        let read = match game {
-            GameKind::Capablanca => GameRecord::<Capablanca>::from_bytes(&bytes)
-                .map(|record| sink.capablanca(&record.start, &record.moves, record_meta(&record, &entry.key))),
-            GameKind::Chess => GameRecord::<Chess>::from_bytes(&bytes)
-                .map(|record| sink.chess(&record.start, &record.moves, record_meta(&record, &entry.key))),
-            go => anyhow::bail!("{}: a {} run; the GUI shows chess games", run.location(), go.name()),
-        };
+        let read = for_game!(game, G => GameRecord::<G>::from_bytes(&bytes)
+            .map(|record| sink.add::<G>(&record.start, &record.moves, record_meta(&record, &entry.key))));
         match read {
             Ok(()) => report.count_game(),
             Err(e) => report.skip(format!("{} in {}: {e}", entry.key, run.location())),
@@ -206,4 +273,14 @@ pub fn latest_network(run: &RunDir) -> Result<Option<(String, std::path::PathBuf
     let path =
         run.local_copy(&key)?.with_context(|| format!("LATEST in {} names {key}, which is missing", run.location()))?;
     Ok(Some((keys::file_name(&key).to_string(), path)))
+}
+
+/// A game's start, moves and players, for the board.
+pub fn game_json<G: GuiGame>(start: &G, moves: &[G::Move], meta: &GameMeta) -> Value {
+    let moves_text: Vec<String> = moves.iter().map(ToString::to_string).collect();
+    json!({
+        "game": G::NAME, "fen": start.fen(), "moves": moves_text,
+        "sans": crate::position::sans(start, moves), "white": meta.white, "black": meta.black,
+        "result": G::result_text(meta.result), "source": meta.source,
+    })
 }

@@ -9,14 +9,15 @@
 //! result), the fences (the hash of every `STRIDE`-th entry), the games'
 //! offsets, then the games (players, source, start FEN, packed moves).
 
+use std::any::Any;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail, ensure};
-use capa_rules::GameKind;
-use capa_rules::{Color, Game};
+use capa_rules::{Color, Game, GameKind, for_game};
 
 use crate::archive::GameMeta;
 
@@ -234,10 +235,8 @@ impl Explorer {
         let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
         let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
         ensure!(version == VERSION, "{} is an index of version {version}, not {VERSION}", path.display());
-        let game = match header[12] {
-            0 => GameKind::Capablanca,
-            1 => GameKind::Chess,
-            other => bail!("{} names game {other}", path.display()),
+        let Some(&game) = GameKind::ALL.get(usize::from(header[12])) else {
+            bail!("{} names game {}", path.display(), header[12]);
         };
         let (games, entries, fence_count, stored_fingerprint) = (word(16), word(24), word(32), word(40));
         ensure!(stored_fingerprint == fingerprint, "{} indexes other games", path.display());
@@ -364,37 +363,25 @@ fn parse_game(bytes: &[u8]) -> Result<StoredGame> {
     Ok(StoredGame { meta: GameMeta { white, black, result, source }, fen, moves })
 }
 
-/// Both games' builders: a [`GameSink`] for the readers.
+/// A builder per game the sources hold: a [`GameSink`] for the readers.
+///
+/// [`GameSink`]: crate::archive::GameSink
 #[derive(Default)]
-struct Builders {
-    capablanca: IndexBuilder<capa_rules::capablanca::Capablanca>,
-    chess: IndexBuilder<capa_rules::chess::Chess>,
-}
+struct Builders(BTreeMap<&'static str, (GameKind, Box<dyn Any>)>);
 
 impl crate::archive::GameSink for Builders {
-    fn capablanca(
-        &mut self,
-        start: &capa_rules::capablanca::Capablanca,
-        moves: &[<capa_rules::capablanca::Capablanca as Game>::Move],
-        meta: GameMeta,
-    ) {
-        self.capablanca.add(start, moves, &meta);
-    }
-
-    fn chess(
-        &mut self,
-        start: &capa_rules::chess::Chess,
-        moves: &[<capa_rules::chess::Chess as Game>::Move],
-        meta: GameMeta,
-    ) {
-        self.chess.add(start, moves, &meta);
+    fn add<G: Game>(&mut self, start: &G, moves: &[G::Move], meta: GameMeta) {
+        let (_, builder) = self.0.entry(G::NAME).or_insert_with(|| (G::KIND, Box::new(IndexBuilder::<G>::default())));
+        if let Some(builder) = builder.downcast_mut::<IndexBuilder<G>>() {
+            builder.add(start, moves, &meta);
+        }
     }
 }
 
-/// What the explorer reads: PGN files and a run's games.
+/// What the explorer reads: PGN and SGF files and a run's games.
 pub struct Sources<'a> {
-    /// PGN files, `.pgn` or `.pgn.gz`.
-    pub pgn: &'a [PathBuf],
+    /// PGN files (`.pgn` or `.pgn.gz`) and SGF files (`.sgf` or `.sgf.gz`).
+    pub files: &'a [PathBuf],
     /// A run and the game it plays.
     pub run: Option<(&'a capa_rundir::RunDir, GameKind)>,
 }
@@ -404,7 +391,7 @@ impl Sources<'_> {
     /// index is rebuilt when they change.
     fn fingerprint(&self) -> Result<u64> {
         let mut text = format!("capa explorer {VERSION}\n");
-        for path in self.pgn {
+        for path in self.files {
             let meta = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
             let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
             let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
@@ -429,7 +416,7 @@ impl Sources<'_> {
 /// # Errors
 /// A source that cannot be read or an index that cannot be written.
 pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer>> {
-    if sources.pgn.is_empty() && sources.run.is_none() {
+    if sources.files.is_empty() && sources.run.is_none() {
         return Ok(Vec::new());
     }
     let fingerprint = sources.fingerprint()?;
@@ -451,8 +438,8 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
     let started = std::time::Instant::now();
     let mut builders = Builders::default();
     let mut report = crate::archive::ReadReport::default();
-    for file in sources.pgn {
-        crate::archive::read_pgn_file(file, &mut builders, &mut report)?;
+    for file in sources.files {
+        crate::archive::read_games_file(file, &mut builders, &mut report)?;
     }
     if let Some((run, game)) = sources.run {
         crate::archive::read_run_games(run, game, &mut builders, &mut report)?;
@@ -465,13 +452,13 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
         index_dir.display()
     );
     let mut explorers = Vec::new();
-    if builders.capablanca.games() > 0 {
-        builders.capablanca.write(&path(GameKind::Capablanca), GameKind::Capablanca, fingerprint)?;
-        explorers.push(Explorer::open(&path(GameKind::Capablanca), fingerprint)?);
-    }
-    if builders.chess.games() > 0 {
-        builders.chess.write(&path(GameKind::Chess), GameKind::Chess, fingerprint)?;
-        explorers.push(Explorer::open(&path(GameKind::Chess), fingerprint)?);
+    for (game, builder) in builders.0.into_values() {
+        for_game!(game, G => {
+            if let Ok(builder) = builder.downcast::<IndexBuilder<G>>() {
+                builder.write(&path(game), game, fingerprint)?;
+            }
+        });
+        explorers.push(Explorer::open(&path(game), fingerprint)?);
     }
     capa_data::write_atomically(&marker, b"").with_context(|| format!("cannot write {}", marker.display()))?;
     tracing::info!("explorer: indexed in {:.1} s", started.elapsed().as_secs_f64());

@@ -1,6 +1,7 @@
 //! capa's web GUI: a local web server and the single page it serves (an
-//! analysis board with live search, play against the network, an opening
-//! explorer over game archives, a training run's dashboard). The page's
+//! analysis board for chess, Capablanca chess and Go with live search, play
+//! against the network, an opening explorer over game archives, a training
+//! run's dashboard). The page's
 //! files are compiled into the binary, so it works offline. The
 //! dashboard's plots also come as PNG files ([`write_plots`], `capa plot`).
 //!
@@ -14,6 +15,7 @@ mod analysis;
 mod archive;
 mod error;
 mod explorer;
+mod games;
 mod plot;
 mod position;
 mod server;
@@ -42,7 +44,7 @@ pub struct GuiOptions {
     pub device: DeviceSpec,
     /// A run directory (or object-store URL) for the dashboard and the explorer.
     pub run: Option<PathBuf>,
-    /// PGN files for the explorer.
+    /// PGN and SGF files for the explorer.
     pub games: Vec<PathBuf>,
     /// Where the explorer's indexes are kept.
     pub index_dir: PathBuf,
@@ -76,7 +78,7 @@ impl Gui {
             (None, None) => None,
         };
         let network = net.as_ref().map(|(_, path)| analysis::Network::load(path, options.device)).transpose()?;
-        let sources = explorer::Sources { pgn: &options.games, run: run.as_ref().map(|(run, game)| (&**run, *game)) };
+        let sources = explorer::Sources { files: &options.games, run: run.as_ref().map(|(run, game)| (&**run, *game)) };
         let explorers =
             explorer::open_or_build(&sources, &options.index_dir).context("cannot build the explorer's index")?;
         let network_name = net.map(|(name, _)| name);

@@ -1,33 +1,27 @@
-//! A position as the page asks for it (a game, a start FEN, UCI moves) and
+//! A position as the page asks for it (a game, a start FEN, moves) and
 //! what the page draws of it: the placement, legal moves with their SAN,
-//! check and the game's end.
+//! check, Go's prisoners and the game's end.
 
-use capa_rules::GameKind;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_rules::{Color, Game, History, MoveList};
+use capa_rules::{Game, GameKind, History, MoveList, for_game};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::games::GuiGame;
 
-/// Which game a request is about: a chess game (`capablanca` or `chess`).
+/// Which game a request is about (`capablanca`, `chess`, `go9`, `go13`, `go19`).
 pub fn parse_game(text: &str) -> Result<GameKind, ApiError> {
-    let game: GameKind = text.parse().map_err(|e| ApiError::bad(format!("{e}")))?;
-    if !game.is_chess() {
-        return Err(ApiError::bad(format!("the GUI shows chess games, not {game}")));
-    }
-    Ok(game)
+    text.parse().map_err(|e| ApiError::bad(format!("{e}")))
 }
 
 /// A position as requests name it.
 #[derive(Clone, Debug, Deserialize)]
 pub struct PositionQuery {
-    /// `capablanca` or `chess`.
+    /// The game's name.
     pub game: String,
-    /// The start position; absent or empty: the game's own.
+    /// The start position (FEN, or Go's text form); absent or empty: the game's own.
     #[serde(default)]
     pub fen: Option<String>,
-    /// UCI moves from the start, separated by spaces or commas.
+    /// Moves from the start (UCI, or Go's vertices), separated by spaces or commas.
     #[serde(default)]
     pub moves: Option<String>,
 }
@@ -56,7 +50,7 @@ impl PositionQuery {
 /// One legal move.
 #[derive(Clone, Debug, Serialize)]
 pub struct LegalMove {
-    /// UCI, as the game's reference engine writes it.
+    /// UCI, as the game's reference engine writes it (Go: the GTP vertex).
     pub uci: String,
     /// SAN.
     pub san: String,
@@ -65,8 +59,8 @@ pub struct LegalMove {
 /// The game's end.
 #[derive(Clone, Debug, Serialize)]
 pub struct Ending {
-    /// `1-0`, `0-1` or `1/2-1/2`.
-    pub result: &'static str,
+    /// `1-0`, `0-1` or `1/2-1/2`; Go's score, `B+3.5`.
+    pub result: String,
     /// Why: checkmate, stalemate, repetition...
     pub reason: String,
 }
@@ -74,9 +68,9 @@ pub struct Ending {
 /// What the page draws of a position.
 #[derive(Clone, Debug, Serialize)]
 pub struct PositionView {
-    /// `capablanca` or `chess`.
+    /// The game's name.
     pub game: &'static str,
-    /// The position's FEN.
+    /// The position's FEN (Go: its text form, modelled on FEN).
     pub fen: String,
     /// The start position's FEN.
     pub start_fen: String,
@@ -86,6 +80,8 @@ pub struct PositionView {
     pub ranks: usize,
     /// `w` or `b`.
     pub turn: char,
+    /// Go: the stones black and white have taken.
+    pub prisoners: Option<[u32; 2]>,
     /// The side to move is in check.
     pub check: bool,
     /// The moves played, in SAN.
@@ -97,26 +93,23 @@ pub struct PositionView {
 }
 
 /// The view of `history`'s current position.
-pub fn view<G: Game>(game: GameKind, history: &History<G>) -> PositionView {
+pub fn view<G: GuiGame>(history: &History<G>) -> PositionView {
     let position = history.current();
     let mut moves = MoveList::new();
     position.legal_moves(&mut moves);
     let legal = moves.iter().map(|&m| LegalMove { uci: m.to_string(), san: position.san(m) }).collect();
     let ending = history.outcome().map(|outcome| Ending {
-        result: match outcome.winner(position.turn()) {
-            Some(Color::White) => "1-0",
-            Some(Color::Black) => "0-1",
-            None => "1/2-1/2",
-        },
+        result: G::ending_text(position, outcome.winner(position.turn())),
         reason: outcome.reason.to_string(),
     });
     PositionView {
-        game: game.name(),
+        game: G::NAME,
         fen: position.fen(),
         start_fen: history.start().fen(),
-        files: game.files(),
-        ranks: game.ranks(),
+        files: G::FILES,
+        ranks: G::RANKS,
         turn: position.turn().fen_char(),
+        prisoners: G::prisoners(history),
         check: position.is_check(),
         sans: sans(history.start(), history.moves()),
         legal,
@@ -139,9 +132,5 @@ pub fn sans<G: Game>(start: &G, moves: &[G::Move]) -> Vec<String> {
 
 /// The view of the position `query` names.
 pub fn position(query: &PositionQuery) -> Result<PositionView, ApiError> {
-    Ok(match query.game()? {
-        GameKind::Capablanca => view(GameKind::Capablanca, &query.history::<Capablanca>()?),
-        GameKind::Chess => view(GameKind::Chess, &query.history::<Chess>()?),
-        go => return Err(ApiError::bad(format!("unknown game '{}': expected 'capablanca' or 'chess'", go.name()))),
-    })
+    Ok(for_game!(query.game()?, G => view(&query.history::<G>()?)))
 }

@@ -14,20 +14,17 @@ use axum::response::Html;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use capa_net::NetGame;
-use capa_rules::GameKind;
-use capa_rules::capablanca::Capablanca;
-use capa_rules::chess::Chess;
-use capa_rules::{Color, Game, History, MoveList};
+use capa_rules::{Game, GameKind, History, MoveList, for_game};
 use capa_rundir::{RunDir, keys, read_metrics};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::analysis::{self, Evaluator, Network, Settings};
+use crate::analysis::{self, Network, Settings};
 use crate::archive::{self, GameMeta};
 use crate::error::ApiError;
 use crate::explorer::{Explorer, NO_MOVE};
+use crate::games::{Evaluator, GuiGame};
 use crate::position::{self, PositionQuery};
 
 /// Analyses that may run at once, over all tabs.
@@ -67,6 +64,7 @@ pub fn router(state: Shared) -> Router {
         .route("/api/info", get(info))
         .route("/api/position", get(position))
         .route("/api/pgn", post(pgn))
+        .route("/api/sgf", post(sgf))
         .route("/api/analyse", get(analyse))
         .route("/api/play", get(play))
         .route("/api/explorer", get(explorer))
@@ -131,13 +129,7 @@ async fn pgn(text: String) -> ApiResult<Json<Value>> {
         result: game.winner(),
         source: "pasted".to_string(),
     };
-    let replayed = match kind {
-        GameKind::Capablanca => {
-            archive::replay::<Capablanca>(&game).map(|(start, moves)| game_json(kind, &start, &moves, &meta))
-        }
-        GameKind::Chess => archive::replay::<Chess>(&game).map(|(start, moves)| game_json(kind, &start, &moves, &meta)),
-        GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => Err(not_drawn(kind)),
-    };
+    let replayed = for_game!(kind, G => archive::replay::<G>(&game).map(|(start, moves)| archive::game_json::<G>(&start, &moves, &meta)));
     let mut answer = replayed.map_err(|why| ApiError::bad(format!("game {} of the PGN: {why}", game.number)))?;
     let tags: serde_json::Map<String, Value> =
         game.tags.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
@@ -145,8 +137,10 @@ async fn pgn(text: String) -> ApiResult<Json<Value>> {
     Ok(Json(answer))
 }
 
-fn uci_list<G: Game>(moves: &[G::Move]) -> Vec<String> {
-    moves.iter().map(ToString::to_string).collect()
+/// The first game of SGF text (Go on 9x9, 13x13 or 19x19), its main line.
+async fn sgf(text: String) -> ApiResult<Json<Value>> {
+    let game = archive::first_sgf_game(&text).map_err(ApiError::bad)?;
+    Ok(Json(game))
 }
 
 /// What `/api/analyse` takes: the position and the search's settings.
@@ -204,6 +198,13 @@ fn network_for(state: &AppState, game: GameKind) -> ApiResult<Network> {
     Ok(network)
 }
 
+/// `network`'s evaluator for `G`, the game [`network_for`] checked.
+fn evaluator<G: GuiGame>(network: &Network) -> ApiResult<Arc<Evaluator<G>>> {
+    network
+        .evaluator::<G>()
+        .ok_or_else(|| ApiError::internal(&anyhow::anyhow!("the network does not play {}", G::NAME)))
+}
+
 /// Counts a running analysis until dropped.
 struct SearchSlot(Arc<AtomicUsize>);
 
@@ -234,23 +235,17 @@ async fn analyse(
     let q = query(q)?;
     let settings = q.settings()?;
     let position = q.position();
-    let network = network_for(&state, position.game()?)?;
+    let game = position.game()?;
+    let network = network_for(&state, game)?;
     let (sender, receiver) = tokio::sync::mpsc::channel::<Event>(2);
-    match network {
-        Network::Capablanca(evaluator) => {
-            spawn_analysis(position.history::<Capablanca>()?, settings, evaluator, sender, &state.searches)?;
-        }
-        Network::Chess(evaluator) => {
-            spawn_analysis(position.history::<Chess>()?, settings, evaluator, sender, &state.searches)?;
-        }
-    }
+    for_game!(game, G => spawn_analysis(position.history::<G>()?, settings, evaluator::<G>(&network)?, sender, &state.searches)?);
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|event| (Ok(event), receiver))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-fn spawn_analysis<G: NetGame>(
+fn spawn_analysis<G: GuiGame>(
     history: History<G>,
     settings: Settings,
     evaluator: Arc<Evaluator<G>>,
@@ -296,23 +291,13 @@ async fn play(State(state): State<Shared>, q: Result<Query<PlayQuery>, QueryReje
         return Err(ApiError::bad(format!("playouts {playouts} is not from 1 to 1000000")));
     }
     let position = PositionQuery { game: q.game.clone(), fen: q.fen.clone(), moves: q.moves.clone() };
-    let network = network_for(&state, position.game()?)?;
-    let chosen = match network {
-        Network::Capablanca(evaluator) => {
-            let history = position.history::<Capablanca>()?;
-            blocking(move || {
-                analysis::best_move(history, playouts, &evaluator).map_err(|e| ApiError::bad(format!("{e:#}")))
-            })
+    let game = position.game()?;
+    let network = network_for(&state, game)?;
+    let chosen = for_game!(game, G => {
+        let (history, evaluator) = (position.history::<G>()?, evaluator::<G>(&network)?);
+        blocking(move || analysis::best_move(history, playouts, &evaluator).map_err(|e| ApiError::bad(format!("{e:#}"))))
             .await?
-        }
-        Network::Chess(evaluator) => {
-            let history = position.history::<Chess>()?;
-            blocking(move || {
-                analysis::best_move(history, playouts, &evaluator).map_err(|e| ApiError::bad(format!("{e:#}")))
-            })
-            .await?
-        }
-    };
+    });
     Ok(Json(json!({ "uci": chosen.0, "san": chosen.1 })))
 }
 
@@ -323,15 +308,6 @@ fn explorer_for(state: &AppState, game: GameKind) -> ApiResult<usize> {
             game.name()
         ))
     })
-}
-
-fn result_text(result: Option<Option<Color>>) -> &'static str {
-    match result {
-        Some(Some(Color::White)) => "1-0",
-        Some(Some(Color::Black)) => "0-1",
-        Some(None) => "1/2-1/2",
-        None => "*",
-    }
 }
 
 /// `moves` unpacked from `start`; `None` if one is not legal there.
@@ -349,7 +325,7 @@ fn unpack<G: Game>(start: &G, packed: &[u16]) -> Option<Vec<G::Move>> {
         .collect()
 }
 
-fn explore<G: Game>(explorer: &Explorer, history: &History<G>) -> ApiResult<Value> {
+fn explore<G: GuiGame>(explorer: &Explorer, history: &History<G>) -> ApiResult<Value> {
     let started = Instant::now();
     let position = history.current();
     let lookup = explorer.lookup(position.hash()).map_err(|e| ApiError::internal(&e))?;
@@ -373,7 +349,7 @@ fn explore<G: Game>(explorer: &Explorer, history: &History<G>) -> ApiResult<Valu
         let game = explorer.game(id).map_err(|e| ApiError::internal(&e))?;
         games.push(json!({
             "id": id, "white": game.meta.white, "black": game.meta.black,
-            "result": result_text(game.meta.result), "plies": game.moves.len(), "source": game.meta.source,
+            "result": G::result_text(game.meta.result), "plies": game.moves.len(), "source": game.meta.source,
         }));
     }
     Ok(json!({
@@ -392,26 +368,13 @@ async fn explorer(
     let index = explorer_for(&state, game)?;
     blocking(move || {
         let explorer = &state.explorers[index];
-        match game {
-            GameKind::Capablanca => explore(explorer, &q.history::<Capablanca>()?),
-            GameKind::Chess => explore(explorer, &q.history::<Chess>()?),
-            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => Err(ApiError::bad(not_drawn(game))),
-        }
+        for_game!(game, G => explore(explorer, &q.history::<G>()?))
     })
     .await
     .map(Json)
 }
 
-/// A game's start, moves and players, for the board.
-fn game_json<G: Game>(kind: GameKind, start: &G, moves: &[G::Move], meta: &GameMeta) -> Value {
-    json!({
-        "game": kind.name(), "fen": start.fen(), "moves": uci_list::<G>(moves),
-        "sans": position::sans(start, moves), "white": meta.white, "black": meta.black,
-        "result": result_text(meta.result), "source": meta.source,
-    })
-}
-
-fn stored_game<G: Game>(kind: GameKind, explorer: &Explorer, id: u32) -> ApiResult<Value> {
+fn stored_game<G: GuiGame>(explorer: &Explorer, id: u32) -> ApiResult<Value> {
     let stored = explorer.game(id).map_err(|e| ApiError::missing(format!("{e:#}")))?;
     let start = if stored.fen.is_empty() {
         G::startpos()
@@ -420,7 +383,7 @@ fn stored_game<G: Game>(kind: GameKind, explorer: &Explorer, id: u32) -> ApiResu
     };
     let moves = unpack(&start, &stored.moves)
         .ok_or_else(|| ApiError::internal(&anyhow::anyhow!("game {id} of the index does not replay")))?;
-    Ok(game_json(kind, &start, &moves, &stored.meta))
+    Ok(archive::game_json::<G>(&start, &moves, &stored.meta))
 }
 
 #[derive(Debug, Deserialize)]
@@ -438,19 +401,10 @@ async fn archive_game(
     let index = explorer_for(&state, game)?;
     blocking(move || {
         let explorer = &state.explorers[index];
-        match game {
-            GameKind::Capablanca => stored_game::<Capablanca>(game, explorer, q.id),
-            GameKind::Chess => stored_game::<Chess>(game, explorer, q.id),
-            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => Err(ApiError::bad(not_drawn(game))),
-        }
+        for_game!(game, G => stored_game::<G>(explorer, q.id))
     })
     .await
     .map(Json)
-}
-
-/// Why a Go game cannot be shown: the board and the pieces are chess's.
-fn not_drawn(game: GameKind) -> String {
-    format!("the GUI draws the chess games; {} is not drawn (use `capa gtp` with a Go GUI)", game.name())
 }
 
 fn the_run(state: &AppState) -> ApiResult<(Arc<RunDir>, GameKind)> {
@@ -479,11 +433,7 @@ async fn run_games(State(state): State<Shared>) -> ApiResult<Json<Value>> {
         let mut games = Vec::new();
         for entry in entries.iter().take(RUN_GAMES_LISTED) {
             let Ok(Some(bytes)) = run.read(&entry.key) else { continue };
-            let summary = match game {
-                GameKind::Capablanca => record_summary::<Capablanca>(&bytes, &entry.key),
-                GameKind::Chess => record_summary::<Chess>(&bytes, &entry.key),
-                GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => None,
-            };
+            let summary = for_game!(game, G => record_summary::<G>(&bytes, &entry.key));
             games.extend(summary);
         }
         Ok(json!({ "games": games }))
@@ -492,10 +442,10 @@ async fn run_games(State(state): State<Shared>) -> ApiResult<Json<Value>> {
     .map(Json)
 }
 
-fn record_summary<G: Game>(bytes: &[u8], key: &str) -> Option<Value> {
+fn record_summary<G: GuiGame>(bytes: &[u8], key: &str) -> Option<Value> {
     let record = capa_data::GameRecord::<G>::from_bytes(bytes).ok()?;
     Some(json!({
-        "key": key, "network": record.network, "result": result_text(Some(record.winner)),
+        "key": key, "network": record.network, "result": G::result_text(Some(record.winner)),
         "plies": record.moves.len(), "ending": record.ending.to_string(),
     }))
 }
@@ -526,17 +476,10 @@ async fn run_game(
             .map_err(|e| ApiError::internal(&e))?
             .ok_or_else(|| ApiError::missing(format!("the run has no game {key}")))?;
         let bad = |e: capa_data::RecordError| ApiError::internal(&anyhow::anyhow!("{key}: {e}"));
-        Ok(match game {
-            GameKind::Capablanca => {
-                let record = capa_data::GameRecord::<Capablanca>::from_bytes(&bytes).map_err(bad)?;
-                game_json(game, &record.start, &record.moves, &archive::record_meta(&record, &key))
-            }
-            GameKind::Chess => {
-                let record = capa_data::GameRecord::<Chess>::from_bytes(&bytes).map_err(bad)?;
-                game_json(game, &record.start, &record.moves, &archive::record_meta(&record, &key))
-            }
-            GameKind::Go9 | GameKind::Go13 | GameKind::Go19 => return Err(ApiError::bad(not_drawn(game))),
-        })
+        Ok(for_game!(game, G => {
+            let record = capa_data::GameRecord::<G>::from_bytes(&bytes).map_err(bad)?;
+            archive::game_json::<G>(&record.start, &record.moves, &archive::record_meta(&record, &key))
+        }))
     })
     .await
     .map(Json)

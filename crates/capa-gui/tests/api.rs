@@ -361,3 +361,69 @@ fn the_index_is_kept_and_a_damaged_one_is_rebuilt() {
     let rebuilt = serve(options);
     assert_eq!(get(rebuilt, "/api/explorer?game=chess&moves=e2e4").json()["moves"], answer["moves"]);
 }
+
+#[test]
+fn go_positions_sgf_analysis_and_the_explorer() {
+    let mut own = options("go");
+    own.net = Some(crate::common::go_network().to_path_buf());
+    own.games = vec![crate::common::go_games()];
+    let address = serve(own);
+    assert_eq!(get(address, "/api/info").json()["game"], "go9");
+
+    // Black takes the white stone on A1: one prisoner, the point empty again.
+    let view = get(address, "/api/position?game=go9&moves=B1,A1,A2").json();
+    assert_eq!(view["prisoners"], serde_json::json!([1, 0]), "{view}");
+    assert!(view["fen"].as_str().unwrap().starts_with("9/9/9/9/9/9/9/X8/1X7 w "), "{view}");
+    assert_eq!((view["files"].as_u64(), view["turn"].as_str()), (Some(9), Some("w")));
+    let legal: Vec<&str> = view["legal"].as_array().unwrap().iter().map(|m| m["uci"].as_str().unwrap()).collect();
+    // White's A1 would have no liberty: suicide.
+    assert!(legal.contains(&"pass") && !legal.contains(&"A1") && legal.len() == 9 * 9 - 3 + 1, "{legal:?}");
+    // Two passes end the game, scored by area with komi.
+    let ended = get(address, "/api/position?game=go9&moves=E5,pass,pass").json();
+    assert_eq!(ended["ending"]["result"], "B+73.5", "{ended}");
+
+    // SGF: setup stones, komi and a main line; bad records name the problem.
+    let sgf = "(;GM[1]FF[4]SZ[9]KM[6.5]PB[b]PW[w]RE[W+R]AB[cc][gg]PL[W];W[ee](;B[ef])(;B[de]))";
+    let game = request(address, "POST", "/api/sgf", Some(sgf)).json();
+    assert_eq!((game["game"].as_str(), game["result"].as_str()), (Some("go9"), Some("W+")), "{game}");
+    assert_eq!(game["moves"], serde_json::json!(["E5", "E4"]), "{game}");
+    assert_eq!(game["fen"].as_str().unwrap(), "9/9/2X6/9/9/9/6X2/9/9 w - 0 6.5 simple 0", "{game}");
+    for (text, why) in [
+        ("no game here", "no SGF game"),
+        ("(;GM[1]SZ[7];B[aa])", "not 7x7"),
+        ("(;GM[1]SZ[9];B[ee];B[ff])", "a second move in a row"),
+        ("(;GM[1]SZ[9];B[ee];W[ee])", "occupied"),
+        ("(;GM[1]SZ[9];B[ee]", "a `)` is missing"),
+    ] {
+        let answer = request(address, "POST", "/api/sgf", Some(text));
+        assert_eq!(answer.status, 400, "{text}: {}", answer.body);
+        assert!(answer.json()["error"].as_str().unwrap().contains(why), "{text}: {}", answer.body);
+    }
+
+    // Analysis: the ownership of every point, the score lead of the root and of the moves shown.
+    let mut events = Events::open(address, "/api/analyse?game=go9&moves=E5&playouts=48");
+    let mut snapshot = events.next_snapshot();
+    while snapshot["done"] != true {
+        snapshot = events.next_snapshot();
+    }
+    let ownership = snapshot["ownership"].as_array().unwrap();
+    assert_eq!(ownership.len(), 81);
+    assert!(ownership.iter().all(|v| v.as_f64().unwrap().abs() <= 1.0));
+    assert!(snapshot["score_lead"].as_f64().unwrap().abs() <= 81.0 + 7.5, "{snapshot}");
+    let moves = snapshot["moves"].as_array().unwrap();
+    let visited = moves.iter().filter(|m| m["n"].as_u64() > Some(0));
+    assert!(visited.take(10).all(|m| m["score_lead"].is_f64()), "{snapshot}");
+    assert!(moves.iter().filter(|m| m["n"] == 0).all(|m| m["score_lead"].is_null()));
+    let played = get(address, "/api/play?game=go9&moves=E5&playouts=16").json();
+    let legal = get(address, "/api/position?game=go9&moves=E5").json();
+    assert!(legal["legal"].as_array().unwrap().iter().any(|m| m["uci"] == played["uci"]), "{played}");
+
+    // The explorer over the SGF file (common::go_games says what it holds).
+    let start = get(address, "/api/explorer?game=go9").json();
+    assert_eq!(explorer_moves(&start), BTreeMap::from([("C7".into(), [1, 0, 0, 1]), ("E5".into(), [2, 1, 0, 1])]));
+    let after = get(address, "/api/explorer?game=go9&moves=E5").json();
+    assert_eq!(explorer_moves(&after), BTreeMap::from([("C7".into(), [1, 0, 0, 1]), ("G3".into(), [1, 1, 0, 0])]));
+    let id = after["games"][0]["id"].as_u64().unwrap();
+    let stored = get(address, &format!("/api/archive/game?game=go9&id={id}")).json();
+    assert_eq!(stored["moves"][0], "E5", "{stored}");
+}

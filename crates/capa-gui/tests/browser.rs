@@ -358,3 +358,104 @@ fn the_page_works_in_a_real_browser() {
     browser.wait_for("the run's game on the board", "return !document.getElementById('board-page').hidden && document.querySelectorAll('#movelist .move').length > 0");
     browser.screenshot("7-run-game");
 }
+
+fn point(vertex: &str) -> String {
+    format!("#board rect.point[data-point=\"{vertex}\"]")
+}
+
+#[test]
+fn go_in_a_real_browser() {
+    let Some(browser) = Browser::start() else { return };
+    let mut gui = options("browser-go");
+    gui.net = Some(crate::common::go_network().to_path_buf());
+    gui.games = vec![crate::common::go_games()];
+    let server = serve(gui);
+    browser.goto(&format!("http://{server}/"));
+    browser.wait_for("the page", "return document.body.dataset.ready === 'true'");
+
+    // The network's game: a 9x9 board, its lines, star points and coordinates.
+    assert_eq!(browser.eval("return document.querySelectorAll('#board rect.point').length"), 81);
+    assert_eq!(browser.eval("return document.querySelectorAll('#board line.grid').length"), 18);
+    assert_eq!(browser.eval("return document.querySelectorAll('#board circle.star').length"), 5);
+    let columns =
+        browser.eval("return [...document.querySelectorAll('#board text.go-coord')].map(t => t.textContent).join('')");
+    assert!(columns.as_str().unwrap().starts_with("AA11BB22CC33"), "{columns}");
+    assert!(!columns.as_str().unwrap().contains('I'), "GTP's columns skip I: {columns}");
+
+    // A capture by clicking: black takes white's A1.
+    for vertex in ["B1", "A1", "A2"] {
+        browser.click(&point(vertex));
+        browser.wait_for(
+            vertex,
+            &format!(
+                "return [...document.querySelectorAll('#movelist .move')].some(m => m.textContent === {vertex:?})"
+            ),
+        );
+    }
+    browser.wait_for("the capture", "return !document.querySelector('#board circle.stone[data-point=\"A1\"]')");
+    assert_eq!(browser.eval("return document.getElementById('prisoners').textContent"), "prisoners: black 1, white 0");
+    browser.click("#pass");
+    browser.wait_for(
+        "the pass",
+        "return [...document.querySelectorAll('#movelist .move')].some(m => m.textContent === 'pass')",
+    );
+    // A variation: back two moves, another move there.
+    browser.click("#back");
+    browser.click("#back");
+    browser.wait_for(
+        "the position before A2",
+        "return document.querySelector('#movelist .move.current')?.textContent === 'A1'",
+    );
+    browser.click(&point("E5"));
+    browser.wait_for("the variation", "return document.querySelectorAll('#movelist .variation').length === 1");
+
+    // The game as SGF, with its variation, and pasted back.
+    let sgf = browser.eval("return sgfText()");
+    let sgf = sgf.as_str().unwrap();
+    assert!(sgf.starts_with("(;GM[1]FF[4]CA[UTF-8]AP[capa]SZ[9]KM[7.5]"), "{sgf}");
+    assert!(sgf.contains(";B[bi];W[ai](;B[ah];W[])(;B[ee]))"), "{sgf}");
+    browser.type_into("#pgn", sgf);
+    browser.click("#load-pgn");
+    browser.wait_for("the pasted game", "return [...document.querySelectorAll('#movelist .move')].map(m => m.textContent).join(' ') === 'B1 A1 A2 pass'");
+    browser.type_into("#pgn", "(;GM[1]SZ[9];B[ee];W[ee])");
+    browser.click("#load-pgn");
+    let message = browser.wait_for(
+        "the error",
+        "return document.getElementById('error').hidden ? '' : document.getElementById('error').textContent",
+    );
+    assert!(message.as_str().unwrap().contains("occupied"), "{message}");
+
+    // Live analysis: candidates with win rates, the ownership map, score leads, a PV on hover.
+    browser.click("#new-game");
+    browser.click(&point("E5"));
+    browser.wait_for("E5", "return document.querySelectorAll('#movelist .move').length === 1");
+    browser.click("#analyse");
+    browser.wait_for("the ownership map", "return document.querySelectorAll('#board rect.owner').length === 81");
+    browser.wait_for("candidates", "return document.querySelectorAll('#board g.candidate').length");
+    let stats = browser.wait_for("the score lead", "return /score [BW]\\+/.test(document.getElementById('analysis-stats').textContent) && document.getElementById('analysis-stats').textContent");
+    assert!(stats.as_str().unwrap().contains('±'), "{stats}");
+    let leads = browser.eval("return [...document.querySelectorAll('#analysis-table tbody tr')].filter(r => /^[BW]\\+/.test(r.cells[4].textContent)).length");
+    assert!(leads.as_u64() >= Some(1), "{leads}");
+    browser.screenshot("8-go-analysis");
+    browser.click("#analyse");
+    browser.eval("document.querySelector('#analysis-table tbody tr').dispatchEvent(new MouseEvent('mouseenter'))");
+    browser.wait_for("the PV", "return document.querySelectorAll('#board circle.pv').length");
+    browser.click("#show-ownership");
+    browser.wait_for("the map hidden", "return document.querySelectorAll('#board rect.owner').length === 0");
+
+    // The network answers black's moves; the explorer counts the SGF file's games.
+    browser.click("#new-game");
+    browser.wait_for("the explorer", "return [...document.querySelectorAll('#explorer-table tbody tr')].map(r => r.cells[0].textContent + r.cells[1].textContent).sort().join(' ') === 'C71 E52'");
+    browser.click("#play-side option[value=\"w\"]");
+    browser.click(&point("C3"));
+    browser.wait_for("white's answer", "return document.querySelectorAll('#movelist .move').length === 2");
+
+    // 19x19: nine star points; the 9x9 network does not analyse it.
+    browser.click("#game-select option[value=\"go19\"]");
+    browser.wait_for("19x19", "return document.querySelectorAll('#board rect.point').length === 361");
+    assert_eq!(browser.eval("return document.querySelectorAll('#board circle.star').length"), 9);
+    browser.click("#play-side option[value=\"\"]");
+    browser.click(&point("Q16"));
+    browser.wait_for("Q16", "return document.querySelector('#board circle.stone[data-point=\"Q16\"]') !== null");
+    browser.screenshot("9-go19");
+}

@@ -85,3 +85,39 @@ pub fn full_gui() -> SocketAddr {
         serve(options)
     })
 }
+
+/// A 9x9 network with the ownership and score heads, its weights random:
+/// enough to draw an ownership map and a score lead.
+pub fn go_network() -> &'static Path {
+    static NET: OnceLock<PathBuf> = OnceLock::new();
+    NET.get_or_init(|| {
+        use capa_net::burn::backend::Flex;
+        use capa_net::burn::backend::flex::FlexDevice;
+        let config = capa_net::NetConfig {
+            channels: 16,
+            blocks: 1,
+            groups: 4,
+            transformer_blocks: 0,
+            ownership_head: true,
+            score_head: true,
+            ..capa_net::NetConfig::small(capa_rules::GameKind::Go9)
+        };
+        let path = scratch("go-net").join("go9.safetensors");
+        capa_net::save_net(&capa_net::Net::<Flex>::new(&config, &FlexDevice), &path).unwrap();
+        path
+    })
+}
+
+/// Three 9x9 games as SGF, and what the explorer must count from them:
+/// at the start, E5 twice (a win each) and C7 once; after E5, C7 and G3.
+pub fn go_games() -> PathBuf {
+    let path = scratch("go-games").join("games.sgf");
+    std::fs::write(
+        &path,
+        "(;GM[1]FF[4]SZ[9]KM[7.5]PB[alpha]PW[beta]RE[B+R];B[ee];W[cc];B[gc])\n\
+         (;GM[1]FF[4]SZ[9]KM[7.5]PB[gamma]PW[delta]RE[W+2.5];B[ee];W[gg];B[cg])\n\
+         (;GM[1]FF[4]SZ[9]KM[7.5]PB[x]PW[y]RE[B+1.5];B[cc];W[ee])\n",
+    )
+    .unwrap();
+    path
+}

@@ -27,6 +27,7 @@ mod ops;
 mod panics;
 mod precision;
 mod store;
+mod territory;
 mod threads;
 mod train;
 #[cfg(feature = "wgpu")]
@@ -54,6 +55,7 @@ pub use model::{Heads, MOVES_LEFT_SCALE, Net, NetOutput};
 pub use ops::{CapaAutodiffBackend, CapaBackend, mish};
 pub use precision::Precision;
 pub use store::{Stored, Tensors};
+pub use territory::Territory;
 pub use threads::HostOutput;
 pub use train::{OptimizerKind, ScheduleKind, StepReport, TrainConfig, Trainer};
 

@@ -1,0 +1,145 @@
+//! What the page needs of each game beyond the rules: how a result is
+//! written, Go's prisoners, and what Go's ownership and score heads add to
+//! an analysis. Every game capa plays implements [`GuiGame`], so the
+//! server reaches all of them through one `for_game!`.
+
+use anyhow::{Context, Result};
+use capa_data::SgfGame;
+use capa_mcts::CachedEvaluator;
+use capa_net::{NetEvaluator, NetGame, Territory};
+use capa_rules::capablanca::Capablanca;
+use capa_rules::chess::Chess;
+use capa_rules::go::{Go, GoMove, KoRule};
+use capa_rules::{Color, Game, History};
+
+/// The network behind its evaluation cache.
+pub type Evaluator<G> = CachedEvaluator<NetEvaluator<G>>;
+
+/// A game the GUI draws, analyses and plays.
+pub trait GuiGame: NetGame {
+    /// A result as the game's records write it: PGN's `1-0`, `0-1`,
+    /// `1/2-1/2` or `*` (unknown), SGF's `B+`, `W+`, `0` or `?`.
+    fn result_text(result: Option<Option<Color>>) -> &'static str {
+        pgn_result(result)
+    }
+
+    /// The result of a game that ended in `position`, won by `winner`
+    /// (`None`: a draw): Go's adds the score (`B+3.5`).
+    fn ending_text(position: &Self, winner: Option<Color>) -> String {
+        let _ = position;
+        Self::result_text(Some(winner)).to_string()
+    }
+
+    /// Go: the stones each player has taken, black's then white's.
+    fn prisoners(history: &History<Self>) -> Option<[u32; 2]> {
+        let _ = history;
+        None
+    }
+
+    /// Go: an SGF game's start (its setup and komi) and main line.
+    ///
+    /// # Errors
+    /// Why the game cannot be shown: chess is not written in SGF, and the
+    /// board plays alternate moves from its start.
+    fn from_sgf(game: &SgfGame) -> Result<(Self, Vec<Self::Move>), String> {
+        let _ = game;
+        Err(format!("{} games are not written in SGF", Self::NAME))
+    }
+
+    /// Go: the network's score leads at `history`'s position and after
+    /// each of `moves`, and (with `ownership`) each point's owner; `None`
+    /// for chess, or without the heads.
+    ///
+    /// # Errors
+    /// A failed network call.
+    fn territory(
+        evaluator: &Evaluator<Self>,
+        history: &History<Self>,
+        moves: &[Self::Move],
+        ownership: bool,
+    ) -> Result<Option<Territory>> {
+        let _ = (evaluator, history, moves, ownership);
+        Ok(None)
+    }
+}
+
+/// A result as PGN writes it: `1-0`, `0-1`, `1/2-1/2`, `*` when unknown.
+pub fn pgn_result(result: Option<Option<Color>>) -> &'static str {
+    match result {
+        Some(Some(Color::White)) => "1-0",
+        Some(Some(Color::Black)) => "0-1",
+        Some(None) => "1/2-1/2",
+        None => "*",
+    }
+}
+
+impl GuiGame for Capablanca {}
+
+impl GuiGame for Chess {}
+
+impl<const N: usize> GuiGame for Go<N> {
+    fn result_text(result: Option<Option<Color>>) -> &'static str {
+        match result {
+            Some(Some(Color::Black)) => "B+",
+            Some(Some(Color::White)) => "W+",
+            Some(None) => "0",
+            None => "?",
+        }
+    }
+
+    /// `B+3.5`, `W+0.5` or `0`, by area with komi.
+    fn ending_text(position: &Self, _winner: Option<Color>) -> String {
+        position.score_text()
+    }
+
+    fn from_sgf(game: &SgfGame) -> Result<(Self, Vec<GoMove<N>>), String> {
+        let replay = game.replay::<N>(KoRule::Simple).map_err(|e| e.to_string())?;
+        let start = replay.positions.first().unwrap_or(&replay.end).clone();
+        // The board replays a game as alternate moves from its start.
+        if let Some(i) = replay.positions.windows(2).position(|pair| pair[0].turn() == pair[1].turn()) {
+            return Err(format!(
+                "game {} (line {}), move {}: a second move in a row by {:?}; the board plays alternate moves",
+                game.number,
+                game.moves[i + 1].line,
+                i + 2,
+                replay.positions[i + 1].turn()
+            ));
+        }
+        Ok((start, replay.moves))
+    }
+
+    fn prisoners(history: &History<Self>) -> Option<[u32; 2]> {
+        let stones = |position: &Go<N>, color| (0..N * N).filter(|&p| position.cell(p).color() == Some(color)).count();
+        // Stones each color has put on the board, by `Color::index`.
+        let mut placed = [0; 2];
+        for color in Color::ALL {
+            placed[color.index()] = stones(history.start(), color);
+        }
+        for (position, m) in history.positions().iter().zip(history.moves()) {
+            if !m.is_pass() {
+                placed[position.turn().index()] += 1;
+            }
+        }
+        let now = history.current();
+        // A player's prisoners are the opponent's stones that left the board.
+        let lost = |color: Color| (placed[color.index()] - stones(now, color)) as u32;
+        Some([lost(Color::White), lost(Color::Black)])
+    }
+
+    fn territory(
+        evaluator: &Evaluator<Self>,
+        history: &History<Self>,
+        moves: &[GoMove<N>],
+        ownership: bool,
+    ) -> Result<Option<Territory>> {
+        let network = evaluator.inner();
+        let heads = network.config();
+        let ownership = ownership && heads.ownership_head;
+        if !heads.score_head && !ownership {
+            return Ok(None);
+        }
+        let territory =
+            network.territory(history, moves, ownership).context("the network's ownership and score heads")?;
+        Ok(Some(territory))
+    }
+}
