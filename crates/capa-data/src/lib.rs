@@ -42,7 +42,7 @@ pub use input::{InputError, input_files};
 pub use openings::{OpeningError, OpeningsError, parse_opening, read_openings};
 pub use pgn::{PgnTags, centipawns, q_from_centipawns, to_pgn, wdl_per_mille, write_pgn};
 pub use record::{Ending, GameRecord, PlyRecord, RECORD_EXTENSION, Resignation, SearchValues, plies_to_end};
-pub use sgf::{Replay, SgfError, SgfGame, SgfMove, SgfResult, read_sgf, read_sgf_file};
+pub use sgf::{Replay, SgfError, SgfGame, SgfMove, SgfResult, SgfVariation, read_sgf, read_sgf_file};
 pub use sgf_convert::{ConvertOptions, ConvertSummary, Tactics, convert_sgf};
 pub use spot_check::{SpotExample, SpotSummary, spot_check};
 pub use teacher::{

@@ -7,8 +7,8 @@
 //! the next one. Read: `SZ` (square boards), `KM`, `HA`, `RE`, `PL`, setup
 //! (`AB`, `AW`, `AE`, point lists and FF[4] rectangles) in the root node,
 //! `B`/`W` moves with passes as the empty value or `tt` (boards up to 19),
-//! the main line of variations (the first child of every node), several
-//! games per file; everything else is read past.
+//! the main line (the first child of every node) and the variations beside
+//! it, several games per file; everything else is read past.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -79,8 +79,23 @@ pub struct SgfGame {
     pub setup: Vec<(usize, Cell)>,
     /// The main line's moves.
     pub moves: Vec<SgfMove>,
+    /// The other lines, each leaving the main line before one of its moves.
+    pub variations: Vec<SgfVariation>,
     /// The root's other properties, first value each (`PB`, `PW`, `DT`, ...).
     pub properties: BTreeMap<String, String>,
+}
+
+/// A line of moves that leaves its parent line (the main line, or another
+/// variation) in place of the parent's move number `at` (from 0; the
+/// parent's length: after its last move).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SgfVariation {
+    /// Where it leaves its parent line: the parent's moves before it.
+    pub at: usize,
+    /// Its moves.
+    pub moves: Vec<SgfMove>,
+    /// The lines leaving it in turn.
+    pub variations: Vec<SgfVariation>,
 }
 
 /// A replayed game: the position before each move, the moves, and the end.
@@ -111,7 +126,7 @@ pub fn read_sgf(text: &str) -> Vec<Result<SgfGame, SgfError>> {
         let number = games.len() + 1;
         let line = parser.line;
         match parser.tree(0) {
-            Ok(nodes) => games.push(game_from_nodes(number, line, nodes)),
+            Ok(tree) => games.push(game_from_tree(number, line, tree)),
             Err((line, message)) => {
                 games.push(Err(SgfError { game: number, line, moves: None, message }));
                 return games;
@@ -141,6 +156,13 @@ pub fn read_sgf_file(path: &Path) -> anyhow::Result<Vec<Result<SgfGame, SgfError
 
 /// A node: its properties, each with its values and the line it is on.
 type Node = Vec<(String, Vec<String>, usize)>;
+
+/// A game tree: a sequence of nodes, then the trees that follow it (the
+/// first continues the main line).
+struct Tree {
+    nodes: Vec<Node>,
+    children: Vec<Tree>,
+}
 
 struct Parser<'a> {
     bytes: &'a [u8],
@@ -172,8 +194,8 @@ impl Parser<'_> {
         Err((self.line, message.into()))
     }
 
-    /// A game tree at `(`: its main line's nodes (variations read and dropped).
-    fn tree(&mut self, depth: usize) -> Result<Vec<Node>, (usize, String)> {
+    /// A game tree at `(`.
+    fn tree(&mut self, depth: usize) -> Result<Tree, (usize, String)> {
         if depth > MAX_DEPTH {
             return self.fail(format!("variations nested more than {MAX_DEPTH} deep"));
         }
@@ -188,20 +210,14 @@ impl Parser<'_> {
         if nodes.is_empty() {
             return self.fail("a game tree without a node (expected `;` after `(`)");
         }
-        let mut main_line_taken = false;
+        let mut children = Vec::new();
         loop {
             self.skip_space();
             match self.peek() {
-                Some(b'(') => {
-                    let child = self.tree(depth + 1)?;
-                    if !main_line_taken {
-                        nodes.extend(child);
-                        main_line_taken = true;
-                    }
-                }
+                Some(b'(') => children.push(self.tree(depth + 1)?),
                 Some(b')') => {
                     self.bump();
-                    return Ok(nodes);
+                    return Ok(Tree { nodes, children });
                 }
                 Some(other) => return self.fail(format!("unexpected '{}' in a game tree", char::from(other))),
                 None => return self.fail("the file ends inside a game tree (a `)` is missing)"),
@@ -260,9 +276,24 @@ impl Parser<'_> {
     }
 }
 
-/// The game a tree's main line describes.
-fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGame, SgfError> {
+/// A tree's main line: its nodes, and the trees that branch from it, each
+/// with the number of nodes before it.
+fn main_line(tree: Tree) -> (Vec<Node>, Vec<(usize, Tree)>) {
+    let (mut nodes, mut branches) = (Vec::new(), Vec::new());
+    let mut current = tree;
+    loop {
+        nodes.extend(current.nodes);
+        let mut children = current.children.into_iter();
+        let Some(next) = children.next() else { return (nodes, branches) };
+        branches.extend(children.map(|other| (nodes.len(), other)));
+        current = next;
+    }
+}
+
+/// The game a tree describes: its root's properties, its main line and its variations.
+fn game_from_tree(number: usize, line: usize, tree: Tree) -> Result<SgfGame, SgfError> {
     let error = |line: usize, moves: Option<usize>, message: String| SgfError { game: number, line, moves, message };
+    let (nodes, branches) = main_line(tree);
     let root = &nodes[0];
     let first_value =
         |name: &str| root.iter().find(|(id, ..)| id == name).map(|(_, values, line)| (values[0].trim(), *line));
@@ -329,43 +360,73 @@ fn game_from_nodes(number: usize, line: usize, nodes: Vec<Node>) -> Result<SgfGa
         }
     }
     let mut moves = Vec::new();
+    let (mut before, mut setup_allowed) = (Vec::with_capacity(nodes.len()), true);
     for node in &nodes {
-        for (ident, values, line) in node {
-            let color = match ident.as_str() {
-                "B" => Color::Black,
-                "W" => Color::White,
-                "AB" | "AW" | "AE" if !std::ptr::eq(node, root) => {
-                    return Err(error(
-                        *line,
-                        Some(moves.len() + 1),
-                        format!("{ident}: setup after the start is not read"),
-                    ));
-                }
-                _ => continue,
-            };
-            let value = values[0].trim();
-            let point = match value {
-                "" => None,
-                "tt" if size <= 19 => None,
-                _ => {
-                    let mut list = points(value, size).map_err(|message| {
-                        error(*line, Some(moves.len() + 1), format!("{ident}[{value}]: {message}"))
-                    })?;
-                    if list.len() != 1 || value.contains(':') {
-                        return Err(error(*line, Some(moves.len() + 1), format!("{ident}[{value}] is not one point")));
-                    }
-                    list.pop()
-                }
-            };
-            moves.push(SgfMove { color, point, line: *line });
-        }
+        before.push(moves.len());
+        node_moves(node, setup_allowed, size, &mut moves)
+            .map_err(|(line, at, message)| error(line, Some(at), message))?;
+        setup_allowed = false;
     }
+    let variations =
+        variations(branches, &before, size).map_err(|(line, at, message)| error(line, Some(at), message))?;
     let properties = root
         .iter()
         .filter(|(id, ..)| !matches!(id.as_str(), "AB" | "AW" | "AE" | "B" | "W"))
         .map(|(id, values, _)| (id.clone(), values[0].clone()))
         .collect();
-    Ok(SgfGame { number, line, size, komi, handicap, result, result_text, first, setup, moves, properties })
+    Ok(SgfGame { number, line, size, komi, handicap, result, result_text, first, setup, moves, variations, properties })
+}
+
+/// Why a line's move cannot be read: the file's line, the move's number in its line, and what.
+type MoveError = (usize, usize, String);
+
+/// The variations of `branches`, each placed by the moves `before` its node.
+fn variations(branches: Vec<(usize, Tree)>, before: &[usize], size: usize) -> Result<Vec<SgfVariation>, MoveError> {
+    let mut lines = Vec::new();
+    for (node, tree) in branches {
+        let (nodes, inner) = main_line(tree);
+        let mut moves = Vec::new();
+        let mut inner_before = Vec::with_capacity(nodes.len());
+        for node in &nodes {
+            inner_before.push(moves.len());
+            node_moves(node, false, size, &mut moves)?;
+        }
+        let nested = variations(inner, &inner_before, size)?;
+        if !moves.is_empty() || !nested.is_empty() {
+            lines.push(SgfVariation { at: before[node], moves, variations: nested });
+        }
+    }
+    Ok(lines)
+}
+
+/// Appends the `B` and `W` moves of `node` to `moves`; setup (`AB`, `AW`,
+/// `AE`) is read only in the root, so elsewhere it is an error.
+fn node_moves(node: &Node, setup_allowed: bool, size: usize, moves: &mut Vec<SgfMove>) -> Result<(), MoveError> {
+    for (ident, values, line) in node {
+        let color = match ident.as_str() {
+            "B" => Color::Black,
+            "W" => Color::White,
+            "AB" | "AW" | "AE" if !setup_allowed => {
+                return Err((*line, moves.len() + 1, format!("{ident}: setup after the start is not read")));
+            }
+            _ => continue,
+        };
+        let value = values[0].trim();
+        let point = match value {
+            "" => None,
+            "tt" if size <= 19 => None,
+            _ => {
+                let mut list = points(value, size)
+                    .map_err(|message| (*line, moves.len() + 1, format!("{ident}[{value}]: {message}")))?;
+                if list.len() != 1 || value.contains(':') {
+                    return Err((*line, moves.len() + 1, format!("{ident}[{value}] is not one point")));
+                }
+                list.pop()
+            }
+        };
+        moves.push(SgfMove { color, point, line: *line });
+    }
+    Ok(())
 }
 
 fn parse_color(text: &str) -> Option<Color> {
@@ -457,9 +518,19 @@ impl SgfGame {
             .first
             .or_else(|| self.moves.first().map(|m| m.color))
             .unwrap_or(if has_setup_stones && self.handicap >= 2 { Color::White } else { Color::Black });
-        position = position.with_turn(first);
-        let (mut positions, mut moves) = (Vec::with_capacity(self.moves.len()), Vec::with_capacity(self.moves.len()));
-        for (i, m) in self.moves.iter().enumerate() {
+        self.replay_line(position.with_turn(first), &self.moves)
+    }
+
+    /// Replays `line` (the main line or a variation of this game) from
+    /// `position`, as [`SgfGame::replay`] does.
+    ///
+    /// # Errors
+    /// An illegal move, named by its number in `line`.
+    pub fn replay_line<const N: usize>(&self, mut position: Go<N>, line: &[SgfMove]) -> Result<Replay<N>, SgfError> {
+        let error =
+            |line: usize, moves: Option<usize>, message: String| SgfError { game: self.number, line, moves, message };
+        let (mut positions, mut moves) = (Vec::with_capacity(line.len()), Vec::with_capacity(line.len()));
+        for (i, m) in line.iter().enumerate() {
             if position.turn() != m.color {
                 position = position.with_turn(m.color);
             }

@@ -18,7 +18,7 @@ junk before the first game is read past
  AB[cc][gg]PL[W]
  ;W[ee];B[ec]C[a comment with \] and [brackets\]];W[ce]
  (;B[eg];W[tt];B[])
- (;B[ge]C[a variation, not read]))
+ (;B[ge]C[a variation]))
 (;SZ[9]KM[7.5]RE[B+3.5]
  ;B[de];W[ee];B[ed];W[fd];B[ef];W[ff];B[fe]
  ;W[ge]C[a comment]
@@ -36,6 +36,13 @@ fn fixtures_read_and_replay() {
     assert_eq!((handicap.komi, handicap.result), (0.5, Some(SgfResult::Won(Color::White))));
     assert_eq!(handicap.properties["PB"], "Black ] player");
     assert_eq!(handicap.moves.len(), 6, "the main line: 3 moves, then the first variation's 3");
+    // The other variation leaves the main line in place of its fourth move.
+    let [variation] = &handicap.variations[..] else { panic!("{:?}", handicap.variations) };
+    assert_eq!((variation.at, variation.moves.len(), variation.variations.len()), (3, 1, 0));
+    assert_eq!(variation.moves[0].point, GoMove::<9>::parse_vertex("G5").unwrap().point());
+    let start = handicap.replay::<9>(KoRule::Simple).unwrap().positions[3].clone();
+    let side = handicap.replay_line(start, &variation.moves).unwrap();
+    assert_eq!(side.end.cell(variation.moves[0].point.unwrap()), Cell::Black);
     let replay = handicap.replay::<9>(KoRule::Simple).unwrap();
     assert_eq!(replay.positions[0].turn(), Color::White, "PL[W]: white moves first after the handicap");
     let vertices: Vec<String> = replay.moves.iter().map(ToString::to_string).collect();

@@ -643,10 +643,27 @@ async function openGame(request, ply) {
     stopAnalysis();
     let node = resetGame(game.game, game.fen === startFenOf(game.game) ? '' : game.fen, game.moves, game.sans);
     const line = pathTo(node);
+    addVariations([state.root, ...line], game.variations || []);
     if (ply !== undefined && ply <= line.length) node = ply === 0 ? state.root : line[ply - 1];
     showTab('board');
     await goTo(node);
   } catch (e) { showError(e.message); }
+}
+
+// Hangs each variation (an SGF's) beside the move of `line` it replaces.
+function addVariations(line, variations) {
+  for (const variation of variations) {
+    let node = line[variation.at];
+    if (!node) continue;
+    const nodes = [node];
+    for (const vertex of variation.moves) {
+      let child = node.children.find((c) => c.uci === vertex);
+      if (!child) { child = newNode(node, vertex, vertex); node.children.push(child); }
+      node = child;
+      nodes.push(node);
+    }
+    addVariations(nodes, variation.variations);
+  }
 }
 
 const START_FENS = {};
@@ -669,8 +686,10 @@ function gameText() { return isGo() ? sgfText() : pgnText(); }
 // variation, the result when the game has ended.
 function sgfText() {
   const size = goSize();
-  const start = state.root.view;
-  const fields = start.fen.split(' ');
+  // The start's text form (a loaded game's root may not have been drawn).
+  const fen = state.startFen || START_FENS[state.game];
+  const fields = fen.split(' ');
+  const start = { fen, turn: fields[1] };
   const komi = fields[4] || '7.5';
   const point = (p) => String.fromCharCode(97 + (p % size)) + String.fromCharCode(97 + size - 1 - Math.floor(p / size));
   const stones = goStones(start.fen, size);

@@ -161,7 +161,7 @@ pub fn read_sgf_file(path: &Path, sink: &mut impl GameSink, report: &mut ReadRep
     for game in capa_data::read_sgf_file(path)? {
         let replayed = game.map_err(|e| e.to_string()).and_then(|game| {
             let meta = sgf_meta(&game, format!("{name} game {}", game.number));
-            for_game!(sgf_game_kind(&game)?, G => G::from_sgf(&game).map(|(start, moves)| sink.add::<G>(&start, &moves, meta)))
+            for_game!(sgf_game_kind(&game)?, G => G::from_sgf(&game).map(|(start, moves, _)| sink.add::<G>(&start, &moves, meta)))
         });
         match replayed {
             Ok(()) => report.count_game(),
@@ -199,7 +199,7 @@ fn sgf_meta(game: &SgfGame, source: String) -> GameMeta {
 }
 
 /// The first game of SGF text, for the board: its start (setup stones,
-/// komi), its main line and its players.
+/// komi), its main line, its variations and its players.
 ///
 /// # Errors
 /// Text without a game, or a first game that does not replay.
@@ -209,8 +209,10 @@ pub fn first_sgf_game(text: &str) -> Result<Value, String> {
         Some(game) => game.map_err(|e| format!("cannot read the SGF: {e}"))?,
     };
     let meta = sgf_meta(&game, "pasted".to_string());
-    let mut answer = for_game!(sgf_game_kind(&game)?, G => G::from_sgf(&game).map(|(start, moves)| game_json::<G>(&start, &moves, &meta))?);
+    let (mut answer, variations) = for_game!(sgf_game_kind(&game)?, G => G::from_sgf(&game)
+        .map(|(start, moves, variations)| (game_json::<G>(&start, &moves, &meta), variations))?);
     answer["tags"] = json!(game.properties);
+    answer["variations"] = json!(variations);
     Ok(answer)
 }
 

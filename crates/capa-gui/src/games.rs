@@ -4,13 +4,14 @@
 //! server reaches all of them through one `for_game!`.
 
 use anyhow::{Context, Result};
-use capa_data::SgfGame;
+use capa_data::{Replay, SgfGame, SgfMove, SgfVariation};
 use capa_mcts::CachedEvaluator;
 use capa_net::{NetEvaluator, NetGame, Territory};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::go::{Go, GoMove, KoRule};
 use capa_rules::{Color, Game, History};
+use serde::Serialize;
 
 /// The network behind its evaluation cache.
 pub type Evaluator<G> = CachedEvaluator<NetEvaluator<G>>;
@@ -36,12 +37,12 @@ pub trait GuiGame: NetGame {
         None
     }
 
-    /// Go: an SGF game's start (its setup and komi) and main line.
+    /// Go: an SGF game's start (its setup and komi), main line and variations.
     ///
     /// # Errors
     /// Why the game cannot be shown: chess is not written in SGF, and the
     /// board plays alternate moves from its start.
-    fn from_sgf(game: &SgfGame) -> Result<(Self, Vec<Self::Move>), String> {
+    fn from_sgf(game: &SgfGame) -> Result<SgfLines<Self>, String> {
         let _ = game;
         Err(format!("{} games are not written in SGF", Self::NAME))
     }
@@ -61,6 +62,21 @@ pub trait GuiGame: NetGame {
         let _ = (evaluator, history, moves, ownership);
         Ok(None)
     }
+}
+
+/// A game read from SGF: its start, its main line's moves and its variations.
+pub type SgfLines<G> = (G, Vec<<G as Game>::Move>, Vec<Variation>);
+
+/// A line of a loaded game beside its parent line: it takes the place of
+/// the parent's move number `at` (from 0), the moves in GTP's vertices.
+#[derive(Clone, Debug, Serialize)]
+pub struct Variation {
+    /// The parent's moves before it.
+    pub at: usize,
+    /// Its moves.
+    pub moves: Vec<String>,
+    /// The lines beside it in turn.
+    pub variations: Vec<Variation>,
 }
 
 /// A result as PGN writes it: `1-0`, `0-1`, `1/2-1/2`, `*` when unknown.
@@ -92,20 +108,12 @@ impl<const N: usize> GuiGame for Go<N> {
         position.score_text()
     }
 
-    fn from_sgf(game: &SgfGame) -> Result<(Self, Vec<GoMove<N>>), String> {
+    fn from_sgf(game: &SgfGame) -> Result<SgfLines<Self>, String> {
         let replay = game.replay::<N>(KoRule::Simple).map_err(|e| e.to_string())?;
         let start = replay.positions.first().unwrap_or(&replay.end).clone();
-        // The board replays a game as alternate moves from its start.
-        if let Some(i) = replay.positions.windows(2).position(|pair| pair[0].turn() == pair[1].turn()) {
-            return Err(format!(
-                "game {} (line {}), move {}: a second move in a row by {:?}; the board plays alternate moves",
-                game.number,
-                game.moves[i + 1].line,
-                i + 2,
-                replay.positions[i + 1].turn()
-            ));
-        }
-        Ok((start, replay.moves))
+        alternates(game, &game.moves, &replay)?;
+        let variations = sgf_variations(game, &replay, &game.variations)?;
+        Ok((start, replay.moves, variations))
     }
 
     fn prisoners(history: &History<Self>) -> Option<[u32; 2]> {
@@ -142,4 +150,45 @@ impl<const N: usize> GuiGame for Go<N> {
             network.territory(history, moves, ownership).context("the network's ownership and score heads")?;
         Ok(Some(territory))
     }
+}
+
+/// Checks that `line`'s moves alternate from its start, as the board plays them.
+fn alternates<const N: usize>(game: &SgfGame, line: &[SgfMove], replay: &Replay<N>) -> Result<(), String> {
+    match replay.positions.windows(2).position(|pair| pair[0].turn() == pair[1].turn()) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "game {} (line {}), move {}: a second move in a row by {:?}; the board plays alternate moves",
+            game.number,
+            line[i + 1].line,
+            i + 2,
+            replay.positions[i + 1].turn()
+        )),
+    }
+}
+
+/// `variations` of the line `parent` replayed, each replayed from where it
+/// leaves it and checked as the main line is.
+fn sgf_variations<const N: usize>(
+    game: &SgfGame,
+    parent: &Replay<N>,
+    variations: &[SgfVariation],
+) -> Result<Vec<Variation>, String> {
+    variations
+        .iter()
+        .map(|variation| {
+            let start = parent.positions.get(variation.at).unwrap_or(&parent.end).clone();
+            let turn = start.turn();
+            let replay = game.replay_line(start, &variation.moves).map_err(|e| format!("a variation: {e}"))?;
+            if replay.positions.first().is_some_and(|first| first.turn() != turn) {
+                let line = variation.moves[0].line;
+                return Err(format!("game {} (line {line}): a variation starts with the wrong player", game.number));
+            }
+            alternates(game, &variation.moves, &replay)?;
+            Ok(Variation {
+                at: variation.at,
+                moves: replay.moves.iter().map(ToString::to_string).collect(),
+                variations: sgf_variations(game, &replay, &variation.variations)?,
+            })
+        })
+        .collect()
 }

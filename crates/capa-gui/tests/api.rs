@@ -387,6 +387,8 @@ fn go_positions_sgf_analysis_and_the_explorer() {
     let game = request(address, "POST", "/api/sgf", Some(sgf)).json();
     assert_eq!((game["game"].as_str(), game["result"].as_str()), (Some("go9"), Some("W+")), "{game}");
     assert_eq!(game["moves"], serde_json::json!(["E5", "E4"]), "{game}");
+    let variation = serde_json::json!([{ "at": 1, "moves": ["D5"], "variations": [] }]);
+    assert_eq!(game["variations"], variation, "{game}");
     assert_eq!(game["fen"].as_str().unwrap(), "9/9/2X6/9/9/9/6X2/9/9 w - 0 6.5 simple 0", "{game}");
     for (text, why) in [
         ("no game here", "no SGF game"),
@@ -394,6 +396,7 @@ fn go_positions_sgf_analysis_and_the_explorer() {
         ("(;GM[1]SZ[9];B[ee];B[ff])", "a second move in a row"),
         ("(;GM[1]SZ[9];B[ee];W[ee])", "occupied"),
         ("(;GM[1]SZ[9];B[ee]", "a `)` is missing"),
+        ("(;GM[1]SZ[9];B[ee](;W[dd])(;W[ee]))", "a variation: game 1 (line 1), move 1: E5 by White is occupied"),
     ] {
         let answer = request(address, "POST", "/api/sgf", Some(text));
         assert_eq!(answer.status, 400, "{text}: {}", answer.body);

@@ -416,7 +416,9 @@ fn go_in_a_real_browser() {
     assert!(sgf.contains(";B[bi];W[ai](;B[ah];W[])(;B[ee]))"), "{sgf}");
     browser.type_into("#pgn", sgf);
     browser.click("#load-pgn");
-    browser.wait_for("the pasted game", "return [...document.querySelectorAll('#movelist .move')].map(m => m.textContent).join(' ') === 'B1 A1 A2 pass'");
+    browser.wait_for("the pasted game", "return [...document.querySelectorAll('#movelist .move')].map(m => m.textContent).join(' ') === 'B1 A1 A2 E5 pass'");
+    assert_eq!(browser.eval("return document.querySelectorAll('#movelist .variation').length"), 1);
+    assert_eq!(browser.eval("return sgfText()").as_str(), Some(sgf), "the SGF reads back as it was written");
     browser.type_into("#pgn", "(;GM[1]SZ[9];B[ee];W[ee])");
     browser.click("#load-pgn");
     let message = browser.wait_for(
