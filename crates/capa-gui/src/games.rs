@@ -141,14 +141,12 @@ impl<const N: usize> GuiGame for Go<N> {
         ownership: bool,
     ) -> Result<Option<Territory>> {
         let network = evaluator.inner();
-        let heads = network.config();
-        let ownership = ownership && heads.ownership_head;
-        if !heads.score_head && !ownership {
-            return Ok(None);
-        }
+        // The map is drawn only from a network with the head: asking one
+        // without it is not an error here.
+        let ownership = ownership && network.config().ownership_head;
         let territory =
             network.territory(history, moves, ownership).context("the network's ownership and score heads")?;
-        Ok(Some(territory))
+        Ok((!territory.leads.is_empty() || !territory.ownership.is_empty()).then_some(territory))
     }
 }
 
