@@ -15,7 +15,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use capa_rules::{Game, GameKind, History, MoveList, for_game};
-use capa_rundir::{RunDir, keys, read_metrics};
+use capa_rundir::{CommitPoint, RunDir, keys, ledgers_back, read_metrics};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -423,17 +423,28 @@ async fn run_metrics(State(state): State<Shared>) -> ApiResult<Json<Value>> {
     .map(Json)
 }
 
-/// The run's latest games, newest first.
+/// The run's latest games, newest first: the trainer's games of the
+/// iteration in play, then those the committed iterations trained on, read
+/// back from the newest ledger as far as the list needs (a worker's game
+/// shows once an iteration took it).
 async fn run_games(State(state): State<Shared>) -> ApiResult<Json<Value>> {
     let (run, game) = the_run(&state)?;
     blocking(move || {
-        let mut entries = run.list(keys::GAMES).map_err(|e| ApiError::internal(&e))?;
-        entries.retain(|e| keys::is_game(&e.key));
-        entries.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.key.cmp(&a.key)));
+        let internal = |e: anyhow::Error| ApiError::internal(&e);
+        let committed = CommitPoint::read(&run).map_err(internal)?.map_or(0, |point| point.iteration);
+        let in_play = keys::selfplay_games_from(committed + 1);
+        let playing = run.list_after(&keys::game_folder(keys::TRAINER_GAMES), Some(&in_play)).map_err(internal)?;
+        let mut newest: Vec<String> = playing.into_iter().rev().map(|entry| entry.key).collect();
+        for ledger in ledgers_back(&run, committed) {
+            if newest.len() >= RUN_GAMES_LISTED {
+                break;
+            }
+            newest.extend(ledger.map_err(internal)?.1.into_iter().rev());
+        }
         let mut games = Vec::new();
-        for entry in entries.iter().take(RUN_GAMES_LISTED) {
-            let Ok(Some(bytes)) = run.read(&entry.key) else { continue };
-            let summary = for_game!(game, G => record_summary::<G>(&bytes, &entry.key));
+        for key in newest.iter().take(RUN_GAMES_LISTED) {
+            let Ok(Some(bytes)) = run.read(key) else { continue };
+            let summary = for_game!(game, G => record_summary::<G>(&bytes, key));
             games.extend(summary);
         }
         Ok(json!({ "games": games }))

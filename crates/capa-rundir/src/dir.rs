@@ -2,7 +2,7 @@
 //! `az://`, `file://`) through the `object_store` crate, so that a trainer
 //! and workers on many machines share one bucket with no server of ours.
 //!
-//! Files are named by keys relative to the run (`games/<net>/w-1.capa`).
+//! Files are named by keys relative to the run (`games/w-1/w-1-00000000.capa`).
 //! Every write replaces a whole file at once: locally through
 //! [`write_atomically`], in a store by a single PUT (which stores make
 //! atomic). Two files could be raced on: `LATEST`, which a store replaces
@@ -340,16 +340,105 @@ impl RunDir {
                     retrying(runtime, &what, || store.list(Some(&under)).try_collect::<Vec<_>>()).with_context(what)?;
                 let mut entries = Vec::new();
                 for meta in listed {
-                    let key = meta
-                        .location
-                        .prefix_match(prefix)
-                        .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
-                        .ok_or_else(|| anyhow!("{} is outside the run", meta.location))?;
-                    entries.push(Entry { key, modified: SystemTime::from(meta.last_modified) });
+                    entries
+                        .push(Entry { key: self.key_of(prefix, &meta.location)?, modified: meta.last_modified.into() });
                 }
                 Ok(entries)
             }
         }
+    }
+
+    /// The files directly in `folder` whose names sort after `after` (all
+    /// of them when `None`), in name order: what a writer that names its
+    /// files in order has written since. In a store one listing from that
+    /// name on (S3's `start-after`), so its cost is what is new.
+    ///
+    /// # Errors
+    /// The failure to list.
+    pub fn list_after(&self, folder: &str, after: Option<&str>) -> Result<Vec<Entry>> {
+        let what = || format!("cannot list {} in {}", folder, self.location);
+        let mut entries = match &self.place {
+            Place::Local(root) => {
+                let mut entries = Vec::new();
+                let path = Self::local(root, folder);
+                let listed = match std::fs::read_dir(&path) {
+                    Ok(listed) => listed,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(e).with_context(what),
+                };
+                for entry in listed {
+                    let entry = entry.with_context(what)?;
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let new = after.is_none_or(|after| name.as_str() > after);
+                    // A file renamed or removed since the listing is simply not there.
+                    if let (true, false, Ok(meta)) = (new, name.starts_with('.'), entry.metadata())
+                        && meta.is_file()
+                    {
+                        entries.push(Entry {
+                            key: format!("{folder}/{name}"),
+                            modified: meta.modified().with_context(what)?,
+                        });
+                    }
+                }
+                entries
+            }
+            Place::Store { store, prefix, runtime, .. } => {
+                use futures::TryStreamExt;
+                let under = store_path(prefix, folder);
+                let listed = retrying(runtime, &what, || match after {
+                    Some(after) => store.list_with_offset(Some(&under), &under.child(after)).try_collect::<Vec<_>>(),
+                    None => store.list(Some(&under)).try_collect::<Vec<_>>(),
+                })
+                .with_context(what)?;
+                let mut entries = Vec::new();
+                for meta in listed {
+                    entries
+                        .push(Entry { key: self.key_of(prefix, &meta.location)?, modified: meta.last_modified.into() });
+                }
+                entries
+            }
+        };
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(entries)
+    }
+
+    /// The names of the folders directly in `folder`.
+    ///
+    /// # Errors
+    /// The failure to list.
+    pub fn folders(&self, folder: &str) -> Result<Vec<String>> {
+        let what = || format!("cannot list {} in {}", folder, self.location);
+        let mut names = Vec::new();
+        match &self.place {
+            Place::Local(root) => {
+                let listed = match std::fs::read_dir(Self::local(root, folder)) {
+                    Ok(listed) => listed,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(e).with_context(what),
+                };
+                for entry in listed {
+                    let entry = entry.with_context(what)?;
+                    if entry.file_type().with_context(what)?.is_dir() {
+                        names.push(entry.file_name().to_string_lossy().into_owned());
+                    }
+                }
+            }
+            Place::Store { store, prefix, runtime, .. } => {
+                let under = store_path(prefix, folder);
+                let listed = retrying(runtime, &what, || store.list_with_delimiter(Some(&under))).with_context(what)?;
+                names.extend(listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)));
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The key of the store path `location` under the run's `prefix`.
+    fn key_of(&self, prefix: &StorePath, location: &StorePath) -> Result<String> {
+        location
+            .prefix_match(prefix)
+            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
+            .ok_or_else(|| anyhow!("{location} is outside the run"))
     }
 
     /// Runs `save` on a local path and stores what it wrote as `key`:

@@ -10,13 +10,18 @@
 //! nets/<hash>.safetensors         each network, by its hash
 //! checkpoints/latest.json         the commit point
 //! checkpoints/iter-NNNNNN.safetensors
-//! games/<hash>/local-iNNNNNN-gNNNNNN.capa   the trainer's self-play games
-//! games/<hash>/<worker>-NNNNNNNN.capa       a worker's games
+//! games/local/local-iNNNNNN-gNNNNNN.capa   the trainer's self-play games
+//! games/<worker>/<worker>-NNNNNNNN.capa     a worker's games, in its own folder
 //! pgn/iter-NNNNNN.pgn, pgn/<worker>-NNNNNNNN.pgn
 //! ledger/iter-NNNNNN.txt          the game files an iteration trained on
 //! ledger/before-NNNNNN.txt        those a run had seen when ledgers began
 //! workers/<worker>.lock           a worker name's lock
 //! ```
+//!
+//! Each game folder is one writer's, its names in the order written, so
+//! what is new in it is listed after the last name seen, whatever the run's
+//! size. Runs from before this layout kept games by network
+//! (`games/<network hash>/...`, [`is_legacy_game`]); they are read as they are.
 
 use capa_data::RECORD_EXTENSION;
 
@@ -66,14 +71,35 @@ pub fn checkpoint_iteration(key: &str) -> Option<u64> {
     file_name(key).strip_prefix("iter-")?.strip_suffix(NETWORK_EXTENSION)?.parse().ok()
 }
 
-/// The game file `name` played by network `network`.
-pub fn game(network: &str, name: &str) -> String {
-    format!("{GAMES}/{network}/{name}")
+/// The folder of the trainer's own game files, and the name no worker may take.
+pub const TRAINER_GAMES: &str = "local";
+
+/// The folder of `writer`'s game files ([`TRAINER_GAMES`] for the trainer's).
+pub fn game_folder(writer: &str) -> String {
+    format!("{GAMES}/{writer}")
 }
 
-/// The hash of the network that played a game file.
-pub fn game_network(key: &str) -> Option<&str> {
-    key.strip_prefix(GAMES)?.strip_prefix('/')?.split('/').next()
+/// The trainer's game `index` of iteration `iteration`.
+pub fn selfplay_game(iteration: u64, index: u32) -> String {
+    format!("{}/{}", game_folder(TRAINER_GAMES), selfplay_game_name(iteration, index))
+}
+
+/// Worker `worker`'s game `number`.
+pub fn worker_game_file(worker: &str, number: u64) -> String {
+    format!("{}/{}", game_folder(worker), worker_game_name(worker, number))
+}
+
+/// Whether `name` has the shape of a network's hash (16 lowercase hex
+/// digits): the folder names of the layout before, which a worker's name
+/// must not take.
+pub fn is_network_hash(name: &str) -> bool {
+    name.len() == 16 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Whether `key` is a game file of the layout before, filed under the
+/// network that played it (`games/<hash>/...`).
+pub fn is_legacy_game(key: &str) -> bool {
+    is_game(key) && key.split('/').nth(1).is_some_and(is_network_hash)
 }
 
 /// Whether `key` is a game file.
@@ -86,10 +112,17 @@ pub fn game_stem(key: &str) -> Option<&str> {
     file_name(key).strip_suffix(RECORD_EXTENSION)?.strip_suffix('.')
 }
 
-/// The name of the trainer's game `index` of iteration `iteration`: the
-/// iteration, then the game, so names sort in play order.
+/// The file name of the trainer's game `index` of iteration `iteration`:
+/// the iteration, then the game, so names sort in play order.
 pub fn selfplay_game_name(iteration: u64, index: u32) -> String {
     format!("local-i{iteration:06}-g{index:06}.{RECORD_EXTENSION}")
+}
+
+/// A name that sorts just before the trainer's games of iteration
+/// `iteration` and of every later one: its folder listed after it holds
+/// those.
+pub fn selfplay_games_from(iteration: u64) -> String {
+    format!("local-i{iteration:06}")
 }
 
 /// The iteration of one of the trainer's game files; `None` for a worker's.
@@ -97,7 +130,8 @@ pub fn selfplay_game_iteration(key: &str) -> Option<u64> {
     file_name(key).strip_prefix("local-i")?.split('-').next()?.parse().ok()
 }
 
-/// The name of worker `worker`'s game `number`.
+/// The file name of worker `worker`'s game `number` (eight digits, so
+/// names sort in number order).
 pub fn worker_game_name(worker: &str, number: u64) -> String {
     format!("{worker}-{number:08}.{RECORD_EXTENSION}")
 }
@@ -164,13 +198,19 @@ mod tests {
         assert_eq!(network_key_hash(&network("0123abcd")), Some("0123abcd"));
         assert_eq!(network_key_hash("games/0123abcd.safetensors"), None);
         assert_eq!(checkpoint_iteration(&checkpoint(&checkpoint_name(42))), Some(42));
-        let trainer = game("ab", &selfplay_game_name(7, 3));
-        assert_eq!(trainer, "games/ab/local-i000007-g000003.capa");
-        assert_eq!(game_network(&trainer), Some("ab"));
+        let trainer = selfplay_game(7, 3);
+        assert_eq!(trainer, "games/local/local-i000007-g000003.capa");
         assert_eq!(selfplay_game_iteration(&trainer), Some(7));
+        let from = format!("{}/{}", game_folder(TRAINER_GAMES), selfplay_games_from(7));
+        assert!(selfplay_game(6, 999) < from && from < trainer && from < selfplay_game(8, 0));
         assert!(is_game(&trainer) && !is_game("games/ab/x.capa.tmp-1") && !is_game("pgn/iter-000001.pgn"));
-        let worker = game("ab", &worker_game_name("w-1", 12));
+        let worker = worker_game_file("w-1", 12);
+        assert_eq!(worker, "games/w-1/w-1-00000012.capa");
         assert_eq!(worker_game(&worker), Some(("w-1", 12)));
+        assert!(!is_legacy_game(&worker) && !is_legacy_game(&trainer));
+        assert!(is_legacy_game("games/0123456789abcdef/w-1-00000012.capa"));
+        assert!(is_network_hash("0123456789abcdef") && !is_network_hash("0123456789abcdeF"));
+        assert!(!is_network_hash("0123456789abcde"));
         assert_eq!(worker_game(&trainer), None);
         assert_eq!(selfplay_game_iteration(&worker), None);
         assert_eq!(ledger_iteration(&ledger(5)), Some(5));

@@ -7,16 +7,19 @@
 //! - `dir.rs`: [`RunDir`], a local folder or an object store;
 //! - `lock.rs`: the run lock and the worker-name locks (`flock`, or a lease
 //!   in a store); `store.rs`: the store's client and its retries;
-//! - `keys.rs`: every file's key; `metrics.rs`: the metrics line.
+//! - `keys.rs`: every file's key; `metrics.rs`: the metrics line;
+//!   `commit_point.rs`: the commit point and the ledgers read back from it.
 
 #![deny(missing_docs)]
 
+mod commit_point;
 mod dir;
 pub mod keys;
 mod lock;
 mod metrics;
 mod store;
 
+pub use commit_point::{Carried, CommitPoint, GamesLayout, ledgers_back};
 pub use dir::{Entry, RunDir};
 pub use lock::RunLock;
 pub use metrics::{

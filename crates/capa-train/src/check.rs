@@ -16,9 +16,9 @@ use capa_net::{NetGame, read_net_config};
 use capa_rules::for_game;
 
 use capa_rundir::keys::{self, LATEST, METRICS};
-use capa_rundir::{RunDir, Work, read_lines};
+use capa_rundir::{CommitPoint, RunDir, Work, read_lines};
 
-use crate::commit::{network_hash, read_latest};
+use crate::commit::network_hash;
 use crate::config::RunConfig;
 use crate::games::{list_games, read_ledgers};
 
@@ -70,7 +70,7 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
     let mut report = CheckReport::default();
     let problems = &mut report.problems;
     // The commit point and its checkpoint.
-    let latest = match read_latest(dir) {
+    let latest = match CommitPoint::read(dir) {
         Ok(latest) => latest,
         Err(e) => {
             problems.push(format!("{e:#}"));
@@ -171,7 +171,13 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
             Err(e) => problems.push(format!("{e:#}")),
         }
         if let Some((worker, number)) = keys::worker_game(&game.key) {
-            numbers.entry(worker.to_string()).or_default().push(number);
+            // A run of the layout before filed a worker's games by network: another sequence.
+            let sequence = if keys::is_legacy_game(&game.key) {
+                format!("{worker} (filed by network)")
+            } else {
+                worker.to_string()
+            };
+            numbers.entry(sequence).or_default().push(number);
         }
     }
     for (worker, mut numbers) in numbers {

@@ -5,40 +5,11 @@
 
 use anyhow::{Context, Result};
 use capa_net::{Inference, NetConfig, Start, Training};
-use serde::{Deserialize, Serialize};
 
 use capa_rundir::keys::{self, COMMIT};
-use capa_rundir::{RunDir, truncate_metrics};
+use capa_rundir::{Carried, CommitPoint, RunDir, truncate_metrics};
 
 use crate::config::RunConfig;
-
-/// The commit point of an iteration.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Latest {
-    /// The iteration committed.
-    pub iteration: u64,
-    /// Its checkpoint's file name in `checkpoints/`.
-    pub checkpoint: String,
-    /// Its network's hash.
-    pub network: String,
-    #[serde(flatten)]
-    carried: Carried,
-}
-
-/// What an iteration hands on to the next besides the weights.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Carried {
-    /// The curriculum engine's `UCI_Elo` for the next iteration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub curriculum_elo: Option<i64>,
-    /// Where the supervised data stream goes on (`V6Stream::position`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_position: Option<u64>,
-    /// Self-play training positions the run has made so far (the replay
-    /// window grows with them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub positions_made: Option<u64>,
-}
 
 /// Where a run starts: its trainer, first iteration and newest network.
 pub(crate) struct Resumed {
@@ -53,7 +24,7 @@ pub(crate) struct Resumed {
 pub(crate) fn start_trainer(config: &RunConfig, dir: &RunDir) -> Result<Resumed> {
     let (spec, further) = (config.device(), &config.devices()[1..]);
     let optimizer = config.optimizer.clone();
-    let resumed = match read_latest(dir)? {
+    let resumed = match CommitPoint::read(dir)? {
         Some(latest) => {
             let key = keys::checkpoint(&latest.checkpoint);
             let path = dir
@@ -106,8 +77,7 @@ pub(crate) fn commit(
     record()?;
     // Committed only under a lock that is still this trainer's.
     dir.confirm_lock()?;
-    let latest = Latest { iteration, checkpoint, network: network.to_string(), carried };
-    dir.write(COMMIT, serde_json::to_string_pretty(&latest)?.as_bytes())?;
+    CommitPoint { iteration, checkpoint, network: network.to_string(), carried }.write(dir)?;
     prune_checkpoints(dir, iteration, config.checkpoint.every, config.checkpoint.keep)
 }
 
@@ -127,17 +97,6 @@ pub(crate) fn network_hash(config: &NetConfig, file: &[u8]) -> String {
     let header = file.get(..8).map_or(0, |len| u64::from_le_bytes(len.try_into().expect("8 bytes")));
     let weights = file.get(8usize.saturating_add(header as usize)..).unwrap_or_default();
     format!("{:016x}", capa_rules::fnv1a(format!("{config:?}").as_bytes().iter().chain(weights)))
-}
-
-/// The commit point, if the run has one.
-///
-/// # Errors
-/// The failure to read it, or a damaged file.
-pub(crate) fn read_latest(dir: &RunDir) -> Result<Option<Latest>> {
-    let Some(bytes) = dir.read(COMMIT)? else { return Ok(None) };
-    let latest =
-        serde_json::from_slice(&bytes).with_context(|| format!("{COMMIT} in {} is damaged", dir.location()))?;
-    Ok(Some(latest))
 }
 
 /// Keeps the latest checkpoint and the newest `keep` whose iteration is a multiple of `every`.

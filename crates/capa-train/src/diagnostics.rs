@@ -10,15 +10,16 @@ use std::fmt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use capa_data::GameRecord;
 use capa_net::{DeviceSpec, Inference, NetGame};
 use capa_rules::Color;
 use capa_rules::for_game;
 use capa_rundir::keys::{self, CONFIG, LATEST};
-use capa_rundir::{Entry, RunDir};
+use capa_rundir::{CommitPoint, RunDir};
 
 use crate::buffer::ReplayBuffer;
 use crate::config::RunConfig;
-use crate::games::{list_games, newest_games, window_games};
+use crate::games::{list_games, trained_games};
 use crate::steps::mean_losses;
 
 /// The replay window of a run, summarised.
@@ -80,7 +81,7 @@ pub fn buffer_stats(location: &Path) -> Result<BufferStats> {
 
 fn summarise<G: NetGame>(config: &RunConfig, dir: &RunDir) -> Result<BufferStats> {
     let files = list_games(dir)?;
-    let games = window_games::<G>(config, dir, &files)?;
+    let games = window::<G>(config, dir)?;
     let mut stats = BufferStats { run_games: files.len(), games: games.len(), ..BufferStats::default() };
     let mut lengths: Vec<usize> = Vec::with_capacity(games.len());
     for record in &games {
@@ -204,47 +205,37 @@ pub fn overfit_check(location: &Path, positions: usize, device: DeviceSpec) -> R
         dir.local_copy(&key)?.with_context(|| format!("{key} is missing"))
     };
     let latest = net_path(&network).context("LATEST names a network that is missing")?;
-    let files = list_games(&dir)?;
-    let player_of = |entry: &Entry| keys::game_network(&entry.key).map(str::to_string);
-    let player = files.last().and_then(player_of);
-    let player = match player {
-        Some(name) if files.iter().any(|f| player_of(f).as_ref() != Some(&name)) => {
-            let path = net_path(&name).context("the network that played the newest games")?;
-            Some((name, path))
-        }
-        _ => None,
-    };
-    let (own, before): (Vec<Entry>, Vec<Entry>) = match &player {
-        Some((name, _)) => files.iter().cloned().partition(|f| player_of(f).as_ref() == Some(name)),
-        None => (Vec::new(), Vec::new()),
-    };
-    let check = Check {
-        config: &config,
-        dir: &dir,
-        files: &files,
-        latest: &latest,
-        held_out: player.as_ref().map(|(_, path)| (path.as_path(), own.as_slice(), before.as_slice())),
-        positions,
-        device,
-    };
-    let (oldest, newest, held) = for_game!(config.game.name, G => check.run::<G>())?;
-    let held_out = player.zip(held).map(|((network, _), (positions, unseen, seen))| HeldOutReport {
-        network,
-        positions,
-        unseen,
-        seen,
-    });
+    let check = Check { config: &config, latest: &latest, positions, device };
+    let (oldest, newest, held) = for_game!(config.game.name, G => {
+        let window = window::<G>(&config, &dir)?;
+        // The network that played the newest games, if the window holds others' too.
+        let player = window.last().map(|record| record.network.clone());
+        let player = match player {
+            Some(name) if window.iter().any(|record| record.network != name) => {
+                let path = net_path(&name).context("the network that played the newest games")?;
+                Some((name, path))
+            }
+            _ => None,
+        };
+        let held_out = player.as_ref().map(|(name, path)| (path.as_path(), name.as_str()));
+        check.run::<G>(&window, held_out).map(|(oldest, newest, measured)| (oldest, newest, player.zip(measured)))
+    })?;
+    let held_out =
+        held.map(|((network, _), (positions, unseen, seen))| HeldOutReport { network, positions, unseen, seen });
     Ok(OverfitReport { network, positions, oldest, newest, held_out })
+}
+
+/// The games of the run's replay window, oldest first: the newest its
+/// committed iterations trained on.
+fn window<G: NetGame>(config: &RunConfig, dir: &RunDir) -> Result<Vec<GameRecord<G>>> {
+    let committed = CommitPoint::read(dir)?.map_or(0, |point| point.iteration);
+    trained_games::<G>(dir, committed, config.buffer.window, config.train.value_target())
 }
 
 /// What the overfit check measures.
 struct Check<'a> {
     config: &'a RunConfig,
-    dir: &'a RunDir,
-    files: &'a [Entry],
     latest: &'a Path,
-    /// The network that played the newest games, its games, and the ones before.
-    held_out: Option<(&'a Path, &'a [Entry], &'a [Entry])>,
     positions: usize,
     device: DeviceSpec,
 }
@@ -254,18 +245,29 @@ struct Check<'a> {
 type CheckOutput = Result<([f64; 3], [f64; 3], Option<(usize, [f64; 3], [f64; 3])>)>;
 
 impl Check<'_> {
-    fn run<G: NetGame>(self) -> CheckOutput {
+    /// The check on the window's games `window` (oldest first), and the
+    /// held-out check with the network (its file and hash) that played the
+    /// newest games.
+    fn run<G: NetGame>(self, window: &[GameRecord<G>], player: Option<(&Path, &str)>) -> CheckOutput {
         let config = self.config;
-        let buffer_of = |files: &[Entry], positions: usize| -> Result<ReplayBuffer<G>> {
-            let mut buffer = ReplayBuffer::<G>::new(positions, config.buffer.sampling, config.train.value_target());
-            for record in newest_games::<G>(self.dir, files, positions, config.train.value_target())? {
-                buffer.push(record);
+        // The newest of `games` that hold `positions`, in a buffer.
+        let buffer_of = |games: &[&GameRecord<G>], positions: usize| -> ReplayBuffer<G> {
+            let value = config.train.value_target();
+            let mut buffer = ReplayBuffer::<G>::new(positions, config.buffer.sampling, value);
+            let (mut held, mut first) = (0, games.len());
+            while first > 0 && held < positions {
+                first -= 1;
+                held += games[first].plies.iter().filter(|p| value.trains_on(p)).count();
             }
-            Ok(buffer)
+            for record in &games[first..] {
+                buffer.push((*record).clone());
+            }
+            buffer
         };
         let weights = &config.optimizer.loss_weights;
         let net = Inference::load(self.latest, self.device)?;
-        let window = buffer_of(self.files, config.buffer.window)?;
+        let all: Vec<&GameRecord<G>> = window.iter().collect();
+        let window = buffer_of(&all, config.buffer.window);
         anyhow::ensure!(
             window.positions() / 2 >= self.positions.max(1),
             "the window holds {} positions: too few for {} at each end",
@@ -279,15 +281,17 @@ impl Check<'_> {
         let end = window.positions();
         let oldest = mean(&net, &window, 0..self.positions)?;
         let newest = mean(&net, &window, end - self.positions..end)?;
-        let Some((player, own, before)) = self.held_out else {
+        let Some((player_path, player)) = player else {
             return Ok((oldest, newest, None));
         };
-        let (unseen, seen) = (buffer_of(own, self.positions)?, buffer_of(before, self.positions)?);
+        let (own, before): (Vec<&GameRecord<G>>, Vec<&GameRecord<G>>) =
+            all.iter().partition(|record| record.network == player);
+        let (unseen, seen) = (buffer_of(&own, self.positions), buffer_of(&before, self.positions));
         let n = self.positions.min(unseen.positions()).min(seen.positions());
         if n == 0 {
             return Ok((oldest, newest, None));
         }
-        let player = Inference::load(player, self.device)?;
+        let player = Inference::load(player_path, self.device)?;
         let last = |buffer: &ReplayBuffer<G>| buffer.positions() - n..buffer.positions();
         let unseen_losses = mean(&player, &unseen, last(&unseen))?;
         let seen_losses = mean(&player, &seen, last(&seen))?;

@@ -26,7 +26,7 @@ use capa_net::{Heads, HostBatch, Inference, NetGame};
 use capa_rundir::{DistillWork, MetricsLine, RunDir, Work, keys};
 
 use crate::buffer::{ReplayBuffer, Sampling, ValueTarget};
-use crate::commit::{Carried, commit, publish_net, start_trainer};
+use crate::commit::{commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::evaluate::{self, Networks, evaluate_if_due};
 use crate::finish::Finish;
@@ -216,7 +216,8 @@ pub(crate) fn distill<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         .map(|start| label(data.held_out.encode_range(start..(start + MEASURE_BATCH).min(held_out_positions))))
         .collect::<Result<_>>()?;
     bar.finish_and_clear();
-    let (mut trainer, mut network) = (resumed.trainer, resumed.network);
+    // Handed on as they came: distillation changes none of it.
+    let (mut trainer, mut network, carried) = (resumed.trainer, resumed.network, resumed.carried);
     let steps = data.train.positions().div_ceil(config.train.batch) as u64;
     for iteration in resumed.first_iteration..=last {
         let started = Instant::now();
@@ -244,7 +245,7 @@ pub(crate) fn distill<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         let eval = evaluate_if_due::<G>(config, dir, networks, iteration, seconds)?;
         let saved = Instant::now();
         let mut recorded = None;
-        commit(config, dir, &trainer, iteration, &network, Carried::default(), || {
+        commit(config, dir, &trainer, iteration, &network, carried.clone(), || {
             let line = MetricsLine {
                 iteration,
                 network: network.clone(),

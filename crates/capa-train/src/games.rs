@@ -1,16 +1,22 @@
-//! The run's game files: listing them oldest first, reading them (a
-//! damaged one is skipped with a warning), and the newest that fill the
-//! replay window.
+//! The run's game files: reading them (a damaged one is skipped with a
+//! warning), the newest the committed iterations trained on (the replay
+//! window, found from the ledgers), and the intake of workers' games (each
+//! worker's folder listed past what the run took of it). Their cost follows
+//! what is new or asked for, not the run's history; only [`list_games`],
+//! for the tools that want every game, lists the run whole.
+
+use std::collections::{BTreeMap, HashSet};
 
 use anyhow::Result;
 use capa_data::GameRecord;
 use capa_net::NetGame;
-use capa_rundir::{Entry, RunDir, keys};
+use capa_rundir::{Entry, RunDir, keys, ledgers_back};
 
 use crate::buffer::ValueTarget;
-use crate::config::RunConfig;
 
-/// Every game file of the run, oldest first (by modification time, then key).
+/// Every game file of the run, oldest first (by modification time, then
+/// key): a listing of the whole run, for `check`, distillation from a run
+/// and the diagnostics.
 pub(crate) fn list_games(dir: &RunDir) -> Result<Vec<Entry>> {
     let mut files = dir.list(keys::GAMES)?;
     files.retain(|file| keys::is_game(&file.key));
@@ -50,35 +56,189 @@ pub(crate) fn read_game<G: NetGame>(dir: &RunDir, key: &str) -> Result<Option<Ga
     }
 }
 
-/// The newest games among `files` (oldest first) that fill the replay
-/// window, read and returned oldest first.
-pub(crate) fn window_games<G: NetGame>(
-    config: &RunConfig,
+/// The newest games the iterations up to `committed` trained on, with
+/// `positions` training positions or just more, read and returned oldest
+/// first. The ledgers are read back from the newest, so the cost is the
+/// window's, not the run's.
+pub(crate) fn trained_games<G: NetGame>(
     dir: &RunDir,
-    files: &[Entry],
-) -> Result<Vec<GameRecord<G>>> {
-    newest_games(dir, files, config.buffer.window, config.train.value_target())
-}
-
-/// The newest games among `files` (oldest first) with `positions` training
-/// positions or just more, read and returned oldest first.
-pub(crate) fn newest_games<G: NetGame>(
-    dir: &RunDir,
-    files: &[Entry],
+    committed: u64,
     positions: usize,
     value: ValueTarget,
 ) -> Result<Vec<GameRecord<G>>> {
     let mut newest = Vec::new();
     let mut held = 0;
-    for file in files.iter().rev() {
-        if held >= positions {
-            break;
-        }
-        if let Some(record) = read_game::<G>(dir, &file.key)? {
-            held += record.plies.iter().filter(|p| value.trains_on(p)).count();
-            newest.push(record);
+    'ledgers: for ledger in ledgers_back(dir, committed) {
+        let (_, games) = ledger?;
+        for key in games.iter().rev() {
+            if held >= positions {
+                break 'ledgers;
+            }
+            if let Some(record) = read_game::<G>(dir, key)? {
+                held += record.plies.iter().filter(|p| value.trains_on(p)).count();
+                newest.push(record);
+            }
         }
     }
     newest.reverse();
     Ok(newest)
+}
+
+/// The trainer's intake of workers' games. A worker writes its games in
+/// number order into its own folder, so the run keeps only how many it
+/// took of each worker's ([`capa_rundir::Carried::workers_taken`]), and
+/// what is new is each folder's listing past that: one request a worker.
+pub(crate) struct Intake {
+    /// Per worker, the games taken (numbers below this).
+    taken: BTreeMap<String, u64>,
+    /// Per worker, one past the highest number listed and not yet taken.
+    listed: BTreeMap<String, u64>,
+    /// The games listed and not yet taken, in the order listed.
+    waiting: Vec<Entry>,
+}
+
+impl Intake {
+    /// The intake of a run whose committed iterations took `taken`, and
+    /// `legacy`, games of the layout before that none took (the next
+    /// iteration takes them first).
+    pub(crate) fn new(taken: BTreeMap<String, u64>, legacy: Vec<Entry>) -> Intake {
+        Intake { listed: taken.clone(), taken, waiting: legacy }
+    }
+
+    /// What the committed iterations took, to be committed with the next.
+    pub(crate) fn taken(&self) -> &BTreeMap<String, u64> {
+        &self.taken
+    }
+
+    /// Lists what the workers wrote since the last call; returns how many
+    /// games wait to be taken.
+    ///
+    /// # Errors
+    /// The failure to list.
+    pub(crate) fn poll(&mut self, dir: &RunDir) -> Result<usize> {
+        for worker in dir.folders(keys::GAMES)? {
+            if worker == keys::TRAINER_GAMES || keys::is_network_hash(&worker) {
+                continue;
+            }
+            let next = self.listed.get(&worker).copied().unwrap_or(0);
+            let after = next.checked_sub(1).map(|last| keys::worker_game_name(&worker, last));
+            for entry in dir.list_after(&keys::game_folder(&worker), after.as_deref())? {
+                // Another worker's name in this folder is no game of its: `check` reports it.
+                if let Some((_, number)) = keys::worker_game(&entry.key).filter(|(name, _)| *name == worker) {
+                    let listed = self.listed.entry(worker.clone()).or_default();
+                    *listed = (*listed).max(number + 1);
+                    self.waiting.push(entry);
+                }
+            }
+        }
+        Ok(self.waiting.len())
+    }
+
+    /// Takes every game waiting; the worker's counts move past them.
+    pub(crate) fn take(&mut self) -> Vec<Entry> {
+        self.taken.clone_from(&self.listed);
+        std::mem::take(&mut self.waiting)
+    }
+}
+
+/// A run of the layout before (games filed by network) at its first start
+/// since: one listing of the whole run, once. The trainer's games of an
+/// iteration after `committed` are removed (it is played again), a run from
+/// before ledgers gets its baseline (the games its last commit had seen),
+/// and the workers' games no committed iteration took are returned, oldest
+/// first, for the next iteration to take.
+///
+/// # Errors
+/// The failure to list, read, write or remove.
+pub(crate) fn legacy_intake(dir: &RunDir, committed: u64) -> Result<Vec<Entry>> {
+    let mut files = Vec::new();
+    for file in list_games(dir)?.into_iter().filter(|file| keys::is_legacy_game(&file.key)) {
+        match keys::selfplay_game_iteration(&file.key) {
+            Some(iteration) if iteration > committed => dir.remove(&file.key)?,
+            _ => files.push(file),
+        }
+    }
+    let ledgers = read_ledgers(dir, committed)?;
+    let seen: HashSet<String> = if ledgers.is_empty() && committed > 0 {
+        let committed_at = dir.list(keys::CHECKPOINTS)?.into_iter().find(|e| e.key == keys::COMMIT);
+        let before: Vec<&str> = files
+            .iter()
+            .filter(|file| committed_at.as_ref().is_none_or(|at| file.modified <= at.modified))
+            .map(|file| file.key.as_str())
+            .collect();
+        dir.write(&keys::ledger_baseline(committed), before.join("\n").as_bytes())?;
+        before.into_iter().map(str::to_string).collect()
+    } else {
+        ledgers.into_iter().flat_map(|(_, games)| games).collect()
+    };
+    files.retain(|file| !seen.contains(&file.key) && keys::worker_game(&file.key).is_some());
+    if !files.is_empty() {
+        tracing::info!("{} games of workers filed by network wait to be taken", files.len());
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> (std::path::PathBuf, RunDir) {
+        let root = std::env::temp_dir().join(format!("capa-games-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = RunDir::open(&root).unwrap();
+        (root, dir)
+    }
+
+    fn keys_of(entries: &[Entry]) -> Vec<&str> {
+        entries.iter().map(|entry| entry.key.as_str()).collect()
+    }
+
+    #[test]
+    fn the_intake_lists_each_worker_past_what_it_took() {
+        let (root, dir) = scratch("intake");
+        for (worker, number) in [("alpha", 0), ("alpha", 1), ("beta", 0)] {
+            dir.write(&keys::worker_game_file(worker, number), b"game").unwrap();
+        }
+        // Neither a worker's folder nor its game: the trainer's, the layout before, a stray name.
+        dir.write(&keys::selfplay_game(1, 0), b"own").unwrap();
+        dir.write("games/0123456789abcdef/alpha-00000007.capa", b"old").unwrap();
+        dir.write("games/beta/alpha-00000005.capa", b"stray").unwrap();
+        let taken = BTreeMap::from([("alpha".to_string(), 1)]);
+        let mut intake = Intake::new(taken, Vec::new());
+        assert_eq!(intake.poll(&dir).unwrap(), 2);
+        assert_eq!(intake.poll(&dir).unwrap(), 2, "what is listed is listed once");
+        dir.write(&keys::worker_game_file("beta", 1), b"game").unwrap();
+        dir.write(&keys::worker_game_file("gamma", 0), b"game").unwrap();
+        assert_eq!(intake.poll(&dir).unwrap(), 4);
+        let taken = intake.take();
+        assert_eq!(
+            keys_of(&taken),
+            [
+                "games/alpha/alpha-00000001.capa",
+                "games/beta/beta-00000000.capa",
+                "games/beta/beta-00000001.capa",
+                "games/gamma/gamma-00000000.capa"
+            ]
+        );
+        let counts: Vec<(&str, u64)> = intake.taken().iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        assert_eq!(counts, [("alpha", 2), ("beta", 2), ("gamma", 1)]);
+        assert_eq!(intake.poll(&dir).unwrap(), 0);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_run_filed_by_network_is_taken_over_from_one_listing() {
+        let (root, dir) = scratch("legacy");
+        let old = |name: &str| format!("games/0123456789abcdef/{name}");
+        for name in ["local-i000001-g000000.capa", "w-00000000.capa", "w-00000001.capa", "local-i000003-g000000.capa"] {
+            dir.write(&old(name), b"game").unwrap();
+        }
+        dir.write(&keys::ledger(1), old("local-i000001-g000000.capa").as_bytes()).unwrap();
+        dir.write(&keys::ledger(2), old("w-00000000.capa").as_bytes()).unwrap();
+        let waiting = legacy_intake(&dir, 2).unwrap();
+        assert_eq!(keys_of(&waiting), [old("w-00000001.capa")]);
+        assert!(dir.read(&old("local-i000003-g000000.capa")).unwrap().is_none(), "an uncommitted iteration's game");
+        assert!(dir.read(&old("local-i000001-g000000.capa")).unwrap().is_some());
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }

@@ -8,10 +8,11 @@
 //! config.toml                       the config (resume checks the game and the architecture)
 //! nets/<hash>.safetensors           every network that played, named by its content's hash
 //! LATEST                            hash of the newest network
-//! games/<hash>/local-i<iteration>-g<game>.capa    one game record per file
+//! games/local/local-i<iteration>-g<game>.capa     one game record per file (workers: games/<worker>/)
 //! pgn/iter-<iteration>.pgn          the same games for people (workers: pgn/<worker>-<n>.pgn)
 //! checkpoints/iter-<iteration>.safetensors        trainer state (weights, EMA, optimizer)
 //! checkpoints/latest.json           the last completed iteration: the commit point
+//! ledger/iter-<iteration>.txt       the games each iteration trained on
 //! metrics.jsonl                     one line per completed iteration
 //! LOCK                              held by the one trainer of a local run
 //! ```

@@ -7,7 +7,6 @@
 //! from the seed and the iteration, so a resumed run continues as it would
 //! have.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -16,16 +15,16 @@ use capa_data::to_pgn;
 use capa_mcts::CachedEvaluator;
 use capa_net::{NetEvaluator, NetGame, Training};
 use capa_rules::mix;
-use capa_rundir::{Entry, RunDir, Work, keys};
+use capa_rundir::{Carried, GamesLayout, RunDir, Work, keys};
 
 use crate::buffer::ReplayBuffer;
-use crate::commit::{Carried, Resumed, commit, publish_net, start_trainer};
+use crate::commit::{Resumed, commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
 use crate::evaluate::{Networks, evaluate_if_due};
 use crate::finish::Finish;
-use crate::games::{list_games, read_game, read_ledgers, window_games};
+use crate::games::{Intake, legacy_intake, read_game, trained_games};
 use crate::metrics::{new_positions, selfplay_line, summary, warnings};
 use crate::progress::progress;
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, play};
@@ -42,7 +41,7 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
     if first_iteration > last {
         return Ok(Finish::Completed);
     }
-    let (mut buffer, mut seen) = rebuild_buffer::<G>(config, dir, first_iteration)?;
+    let (mut buffer, mut intake) = rebuild_buffer::<G>(config, dir, first_iteration, &carried)?;
     // A run from before the count: at least the positions its window holds.
     let mut positions_made = carried.positions_made.unwrap_or(buffer.positions() as u64);
     let settings = SelfPlaySettings::new(&config.selfplay, &config.game)?;
@@ -58,7 +57,7 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
             let games = Games { dir, settings: &settings, buffer: &mut buffer, curriculum: curriculum.as_mut() };
             play_locally(config, games, &trainer, iteration, &network, stop)?
         } else {
-            collect_worker_games(config, dir, &mut buffer, &mut seen, stop)?
+            collect_worker_games(config, dir, &mut buffer, &mut intake, stop)?
         };
         let Some((stats, trained_on)) = played.filter(|_| !stop.load(Ordering::Relaxed)) else {
             return Ok(Finish::Interrupted);
@@ -93,6 +92,7 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         let carried = Carried {
             curriculum_elo: curriculum.as_ref().map(Curriculum::elo),
             positions_made: Some(positions_made),
+            workers_taken: intake.taken().clone(),
             ..Carried::default()
         };
         let mut recorded = None;
@@ -195,7 +195,7 @@ fn play_locally<G: NetGame>(
         stop,
         curriculum,
         |index, record| {
-            let key = keys::game(network, &keys::selfplay_game_name(iteration, index));
+            let key = keys::selfplay_game(iteration, index);
             dir.write(&key, &record.to_bytes())?;
             written.push(key);
             plies += record.plies.len();
@@ -212,43 +212,27 @@ fn play_locally<G: NetGame>(
 }
 
 /// The newest games the committed iterations trained on, enough to fill
-/// the window, into a buffer, and the set of those game files (their
-/// ledgers'): the workers' games that no committed iteration took are the
-/// next iteration's. The trainer's own games of an iteration that never
-/// completed are removed: it is played again.
+/// the window, into a buffer (their ledgers say which), and the intake of
+/// workers' games where the commit left it. The trainer's own games of an
+/// iteration that never completed are removed: it is played again. A run
+/// of the layout before (games filed by network) is listed whole, once.
 fn rebuild_buffer<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
     first_iteration: u64,
-) -> Result<(ReplayBuffer<G>, HashSet<String>)> {
-    let mut files = Vec::new();
-    for file in list_games(dir)? {
-        match keys::selfplay_game_iteration(&file.key) {
-            Some(iteration) if iteration >= first_iteration => dir.remove(&file.key)?,
-            _ => files.push(file),
-        }
-    }
+    carried: &Carried,
+) -> Result<(ReplayBuffer<G>, Intake)> {
     let committed = first_iteration - 1;
-    let ledgers = read_ledgers(dir, committed)?;
-    let seen: HashSet<String> = if ledgers.is_empty() && committed > 0 {
-        // A run from before ledgers: the games written by its last commit
-        // count as seen, as they did then; the baseline keeps that.
-        let committed_at = dir.list(keys::CHECKPOINTS)?.into_iter().find(|e| e.key == keys::COMMIT);
-        let before: Vec<&str> = files
-            .iter()
-            .filter(|file| committed_at.as_ref().is_none_or(|at| file.modified <= at.modified))
-            .map(|file| file.key.as_str())
-            .collect();
-        dir.write(&keys::ledger_baseline(committed), before.join("\n").as_bytes())?;
-        before.into_iter().map(str::to_string).collect()
-    } else {
-        ledgers.into_iter().flat_map(|(_, games)| games).collect()
-    };
-    files.retain(|file| seen.contains(&file.key));
+    let own_folder = keys::game_folder(keys::TRAINER_GAMES);
+    for file in dir.list_after(&own_folder, Some(&keys::selfplay_games_from(first_iteration)))? {
+        dir.remove(&file.key)?;
+    }
+    let legacy =
+        if carried.games_layout == GamesLayout::ByNetwork { legacy_intake(dir, committed)? } else { Vec::new() };
     let value = config.train.value_target();
     // The window's largest size while filling: the first iteration sets its size.
     let mut buffer = ReplayBuffer::new(config.buffer.window, config.buffer.sampling, value);
-    let own = window_games::<G>(config, dir, &files)?;
+    let own = trained_games::<G>(dir, committed, config.buffer.window, value)?;
     let own_positions: usize = own.iter().map(|r| r.plies.iter().filter(|p| value.trains_on(p)).count()).sum();
     // Only while the run's own games leave room in the window: oldest
     // first, so that they push the teacher's out. They keep the value
@@ -278,50 +262,54 @@ fn rebuild_buffer<G: NetGame>(
     if own_games > 0 {
         tracing::info!("replay buffer: {} positions, {own_games} of its games the run's own", buffer.positions());
     }
-    Ok((buffer, seen))
+    Ok((buffer, Intake::new(carried.workers_taken.clone(), legacy)))
 }
 
 /// Without local self-play: waits until workers have written
-/// `selfplay.games` games the trainer has not seen, and adds every new one
-/// to the buffer; returns their keys too. `None` when stopped while waiting.
+/// `selfplay.games` games the run has not taken, and adds every new one to
+/// the buffer; returns their keys too. `None` when stopped while waiting.
 fn collect_worker_games<G: NetGame>(
     config: &RunConfig,
     dir: &RunDir,
     buffer: &mut ReplayBuffer<G>,
-    seen: &mut HashSet<String>,
+    intake: &mut Intake,
     stop: &AtomicBool,
 ) -> Result<Option<(SelfPlayStats, Vec<String>)>> {
     let started = Instant::now();
     let mut announced = false;
-    let fresh = loop {
-        let fresh: Vec<Entry> = list_games(dir)?.into_iter().filter(|file| !seen.contains(&file.key)).collect();
-        if fresh.len() >= config.selfplay.games as usize {
-            break fresh;
+    loop {
+        let polled = Instant::now();
+        let waiting = intake.poll(dir)?;
+        if waiting >= config.selfplay.games as usize {
+            break;
         }
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
         if !announced {
             tracing::info!(
-                "waiting for self-play workers: {} of {} new games in {}",
-                fresh.len(),
+                "waiting for self-play workers: {waiting} of {} new games in {}",
                 config.selfplay.games,
                 dir.location()
             );
             announced = true;
         }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
+        // At least as long as the listing took: a store is listed at most
+        // half the time, however many workers it holds.
+        std::thread::sleep(POLL_EVERY.max(polled.elapsed()));
+    }
     let mut stats = SelfPlayStats::default();
     let mut keys = Vec::new();
-    for file in fresh {
+    for file in intake.take() {
         if let Some(record) = read_game::<G>(dir, &file.key)? {
             stats.count(&record);
             buffer.push(record);
-            keys.push(file.key.clone());
+            keys.push(file.key);
         }
-        seen.insert(file.key);
     }
     stats.seconds = started.elapsed().as_secs_f64();
     Ok(Some((stats, keys)))
 }
+
+/// How often the trainer looks for workers' new games, at most.
+const POLL_EVERY: std::time::Duration = std::time::Duration::from_millis(500);

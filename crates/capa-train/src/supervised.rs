@@ -20,10 +20,10 @@ use capa_lc0::{
     v6_chunks,
 };
 use capa_net::{HostBatch, NetGame};
-use capa_rundir::{DataCounts, MetricsLine, RunDir, SupervisedWork, Work};
+use capa_rundir::{Carried, DataCounts, MetricsLine, RunDir, SupervisedWork, Work};
 use rayon::prelude::*;
 
-use crate::commit::{Carried, commit, publish_net, start_trainer};
+use crate::commit::{commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::distill::held_out;
 use crate::evaluate::{self, Networks, evaluate_if_due};
@@ -158,7 +158,7 @@ pub(crate) fn supervised<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &At
         held_chunks.len(),
         held.len()
     );
-    let (mut trainer, mut network) = (resumed.trainer, resumed.network);
+    let (mut trainer, mut network, resumed_carried) = (resumed.trainer, resumed.network, resumed.carried);
     let mut counted = stream.counts();
     for iteration in resumed.first_iteration..=last {
         let started = Instant::now();
@@ -178,7 +178,7 @@ pub(crate) fn supervised<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &At
         let seconds = seconds_train + seconds_held_out + seconds_checkpoint;
         let eval = evaluate_if_due::<G>(config, dir, networks, iteration, seconds)?;
         let saved = Instant::now();
-        let carried = Carried { data_position: Some(stream.position()), ..Carried::default() };
+        let carried = Carried { data_position: Some(stream.position()), ..resumed_carried.clone() };
         let now = stream.counts();
         let mut recorded = None;
         commit(config, dir, &trainer, iteration, &network, carried, || {

@@ -2,10 +2,11 @@
 //! a run directory and writes its games there, for a trainer started with
 //! `selfplay.local = false` (on this machine or one sharing the directory).
 //!
-//! A worker's game files are `games/<network>/<worker>-<n>.capa`, `n`
+//! A worker's game files are `games/<worker>/<worker>-<n>.capa`, `n`
 //! counting on from the worker's highest file in the order the games end,
-//! so a restarted worker never overwrites its own games and the numbers
-//! have no gap (`capa-train check`). A game file is written only where
+//! so a restarted worker never overwrites its own games, the numbers have
+//! no gap (`capa-train check`), and the trainer finds what is new by
+//! listing the folder past what it took. A game file is written only where
 //! there is none, and a worker holds its name (`workers/<name>.lock`, a
 //! lock like the trainer's): a second worker started with a name in use is
 //! refused, naming the holder, and no written game is ever overwritten.
@@ -25,7 +26,6 @@ use capa_rundir::keys::{self, LATEST};
 use crate::commit::network_hash;
 use crate::config::RunConfig;
 use crate::finish::Finish;
-use crate::games::list_games;
 use crate::selfplay::{SelfPlaySettings, play};
 
 /// Plays until `stop` is raised (or `max_games` games are written).
@@ -34,10 +34,14 @@ use crate::selfplay::{SelfPlaySettings, play};
 /// A bad worker name, an unreadable network, a failing disk.
 pub fn work(config: &RunConfig, worker: &str, max_games: Option<u64>, stop: &AtomicBool) -> Result<Finish> {
     if worker.is_empty()
-        || worker.starts_with("local")
+        || worker.starts_with(keys::TRAINER_GAMES)
+        || keys::is_network_hash(worker)
         || !worker.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        bail!("worker name {worker:?}: use letters, digits, - and _ (and not `local`, the trainer's own)");
+        bail!(
+            "worker name {worker:?}: use letters, digits, - and _ (not `local`, the trainer's own, nor 16 hex \
+             digits, a network's)"
+        );
     }
     if config.run.mode == crate::config::RunMode::Distill {
         bail!("run.mode = \"distill\" learns from teacher data: a self-play worker has nothing to play for it");
@@ -108,7 +112,13 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             // Numbered as they end (games played at once end out of order),
             // so that a gap in a worker's numbers is a game lost in writing.
             let number = next;
-            let key = keys::game(network, &keys::worker_game_name(worker, number));
+            if number > LAST_NUMBER {
+                bail!(
+                    "worker {worker} has used the last game number a name holds ({LAST_NUMBER}): go on under \
+                     another --worker name"
+                );
+            }
+            let key = keys::worker_game_file(worker, number);
             if !dir.create_new(&key, &record.to_bytes())? {
                 bail!(
                     "{key} in {} was written by another process: is a second worker named {worker} running \
@@ -153,10 +163,17 @@ fn load_network<G: NetGame>(config: &RunConfig, dir: &RunDir, hash: &str) -> Res
         .with_context(|| format!("cannot load {key} in {}", dir.location()))
 }
 
-/// One past the highest game number `worker` has written in `dir`.
+/// The highest game number a worker name holds: its files' names have
+/// eight digits, so that they sort in number order.
+const LAST_NUMBER: u64 = 99_999_999;
+
+/// One past the highest game number `worker` has written in `dir` (in its
+/// folder: a run of the layout before filed its games elsewhere, and
+/// those are another sequence).
 fn next_number(dir: &RunDir, worker: &str) -> Result<u64> {
-    let numbers = list_games(dir)?
-        .into_iter()
-        .filter_map(|file| keys::worker_game(&file.key).filter(|(name, _)| *name == worker).map(|(_, number)| number));
+    let files = dir.list_after(&keys::game_folder(worker), None)?;
+    let numbers = files
+        .iter()
+        .filter_map(|file| keys::worker_game(&file.key).filter(|(name, _)| *name == worker).map(|(_, n)| n));
     Ok(numbers.max().map_or(0, |n| n + 1))
 }

@@ -145,10 +145,25 @@ fn two_iterations_then_a_resumed_third() {
     let latest = std::fs::read_to_string(run.join("LATEST")).unwrap();
     assert!(run.join("nets").join(format!("{latest}.safetensors")).exists());
 
+    // The run as the layout before left it: games filed by network, a commit point without the layout.
+    let filed = format!("games/{}", latest.trim());
+    std::fs::rename(run.join("games/local"), run.join(&filed)).unwrap();
+    for ledger in ["ledger/iter-000001.txt", "ledger/iter-000002.txt"] {
+        let text = std::fs::read_to_string(run.join(ledger)).unwrap();
+        std::fs::write(run.join(ledger), text.replace("games/local/", &format!("{filed}/"))).unwrap();
+    }
+    let commit = std::fs::read_to_string(run.join("checkpoints/latest.json")).unwrap();
+    std::fs::write(run.join("checkpoints/latest.json"), commit.replace("\"games_layout\": 2", "\"games_layout\": 1"))
+        .unwrap();
+
     // The third iteration also plays its network against the second's.
     let output = train(&config, &run, &["run.iterations=3", "eval.every=1", "eval.games=2", "eval.simulations=4"]);
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(log.contains("resuming") && log.contains("after iteration 2"), "{log}");
+    assert!(log.contains("12 of its games the run's own"), "the window read through the old ledgers: {log}");
+    let commit = std::fs::read_to_string(run.join("checkpoints/latest.json")).unwrap();
+    assert!(commit.contains("\"games_layout\": 2"), "{commit}");
+    assert_eq!(std::fs::read_dir(run.join("games/local")).unwrap().count(), 6);
     assert!(log.contains("vs previous"), "{log}");
     assert_eq!(metric_iterations(&run), [1, 2, 3]);
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
