@@ -12,7 +12,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -21,7 +21,7 @@ use capa_data::{remove_stale_temporaries, write_atomically, write_new_atomically
 use capa_rules::GameKind;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::keys::{CONFIG, LATEST, LOCK};
 use crate::lock::{Claim, Held, Holder, Lease, RunLock, STALE_AFTER, describe_lock, keep_renewing, process_runs, span};
@@ -36,10 +36,75 @@ pub struct Entry {
     pub modified: SystemTime,
 }
 
+/// What a run directory has read and written since it was opened: store
+/// requests (on a disk, file operations) and bytes. A listing counts a
+/// request per page of 1,000 names, as S3 serves it; the locks' renewals,
+/// on their own client, are not counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Traffic {
+    /// Requests (or file operations).
+    pub requests: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+impl Traffic {
+    /// What was added since `earlier`.
+    pub fn since(self, earlier: Traffic) -> Traffic {
+        Traffic {
+            requests: self.requests.saturating_sub(earlier.requests),
+            bytes_read: self.bytes_read.saturating_sub(earlier.bytes_read),
+            bytes_written: self.bytes_written.saturating_sub(earlier.bytes_written),
+        }
+    }
+}
+
+impl std::fmt::Display for Traffic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mb = |bytes: u64| bytes as f64 / 1e6;
+        write!(
+            f,
+            "{} requests, {:.2} MB read, {:.2} MB written",
+            self.requests,
+            mb(self.bytes_read),
+            mb(self.bytes_written)
+        )
+    }
+}
+
+/// The counters behind [`Traffic`].
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    bytes_read: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+impl Counters {
+    fn count(&self, requests: u64, read: u64, written: u64) {
+        self.requests.fetch_add(requests, Ordering::Relaxed);
+        self.bytes_read.fetch_add(read, Ordering::Relaxed);
+        self.bytes_written.fetch_add(written, Ordering::Relaxed);
+    }
+
+    /// A listing of `names` names: a request per page of 1,000.
+    fn listed(&self, names: usize) {
+        self.count((names as u64).div_ceil(LIST_PAGE).max(1), 0, 0);
+    }
+}
+
+/// Names per page of a store's listing (S3's and most others' most).
+const LIST_PAGE: u64 = 1000;
+
 /// Where a run lives.
 pub struct RunDir {
     location: String,
     place: Place,
+    counters: Counters,
+    /// The traffic at the last [`RunDir::take_traffic`].
+    taken: Mutex<Traffic>,
     /// The store's options as opened, for the run lock's own client (empty locally).
     store_options: Vec<(String, String)>,
     /// The run's lock on a store, while this process holds it.
@@ -91,7 +156,33 @@ impl RunDir {
             }
             None => Place::Local(location.to_path_buf()),
         };
-        Ok(RunDir { location: text, place, store_options: options, lease: Mutex::new(None) })
+        Ok(RunDir {
+            location: text,
+            place,
+            counters: Counters::default(),
+            taken: Mutex::default(),
+            store_options: options,
+            lease: Mutex::new(None),
+        })
+    }
+
+    /// What this run directory has read and written since it was opened.
+    pub fn traffic(&self) -> Traffic {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let counters = &self.counters;
+        Traffic {
+            requests: load(&counters.requests),
+            bytes_read: load(&counters.bytes_read),
+            bytes_written: load(&counters.bytes_written),
+        }
+    }
+
+    /// What this run directory has read and written since the last call
+    /// (the first: since it was opened), for an iteration's metrics line.
+    pub fn take_traffic(&self) -> Traffic {
+        let now = self.traffic();
+        let mut taken = self.taken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        now.since(std::mem::replace(&mut taken, now))
     }
 
     /// The location as the user gave it.
@@ -141,6 +232,12 @@ impl RunDir {
     /// Any other failure to read it.
     pub fn read(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let what = || format!("cannot read {} in {}", key, self.location);
+        let read = self.read_uncounted(key, &what)?;
+        self.counters.count(1, read.as_ref().map_or(0, |bytes| bytes.len() as u64), 0);
+        Ok(read)
+    }
+
+    fn read_uncounted(&self, key: &str, what: &dyn Fn() -> String) -> Result<Option<Vec<u8>>> {
         match &self.place {
             Place::Local(root) => match std::fs::read(Self::local(root, key)) {
                 Ok(bytes) => Ok(Some(bytes)),
@@ -148,7 +245,7 @@ impl RunDir {
                 Err(e) => Err(e).with_context(what),
             },
             Place::Store { store, prefix, runtime, latest, .. } => {
-                let got = retrying(runtime, &what, || async {
+                let got = retrying(runtime, what, || async {
                     let result = store.get(&store_path(prefix, key)).await?;
                     let e_tag = result.meta.e_tag.clone();
                     Ok((e_tag, result.bytes().await?))
@@ -173,6 +270,7 @@ impl RunDir {
     /// The failure to write it.
     pub fn write(&self, key: &str, bytes: &[u8]) -> Result<()> {
         let what = || format!("cannot write {} in {}", key, self.location);
+        self.counters.count(1, 0, bytes.len() as u64);
         match &self.place {
             Place::Local(root) => {
                 let path = Self::local_to_write(root, key).with_context(what)?;
@@ -196,6 +294,7 @@ impl RunDir {
     /// The failure to write or to read what is there.
     pub fn create_new(&self, key: &str, bytes: &[u8]) -> Result<bool> {
         let what = || format!("cannot write {} in {}", key, self.location);
+        self.counters.count(1, 0, bytes.len() as u64);
         let exists = match &self.place {
             Place::Local(root) => {
                 let path = Self::local_to_write(root, key).with_context(what)?;
@@ -232,11 +331,13 @@ impl RunDir {
         let Place::Store { store, prefix, runtime, latest, .. } = &self.place else {
             return self.write(LATEST, network.as_bytes());
         };
+        self.counters.count(1, 0, network.len() as u64);
         let mut seen = latest.lock().expect("not poisoned");
         let path = store_path(prefix, LATEST);
         if seen.is_none() {
             // The first write of this process: from the version there now.
             let what = || format!("cannot read {LATEST} in {}", self.location);
+            self.counters.count(1, 0, 0);
             *seen = match retrying(runtime, &what, || store.head(&path)) {
                 Ok(meta) => Some(UpdateVersion { e_tag: meta.e_tag, version: meta.version }),
                 Err(object_store::Error::NotFound { .. }) => None,
@@ -285,6 +386,7 @@ impl RunDir {
                 use std::io::Write;
                 let path = Self::local(root, key);
                 let what = || format!("cannot append to {}", path.display());
+                self.counters.count(1, 0, line.len() as u64 + 1);
                 let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).with_context(what)?;
                 writeln!(file, "{line}").with_context(what)?;
                 file.sync_all().with_context(what)
@@ -304,6 +406,7 @@ impl RunDir {
     /// Any other failure.
     pub fn remove(&self, key: &str) -> Result<()> {
         let what = || format!("cannot remove {} in {}", key, self.location);
+        self.counters.count(1, 0, 0);
         match &self.place {
             Place::Local(root) => match std::fs::remove_file(Self::local(root, key)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(what),
@@ -326,12 +429,12 @@ impl RunDir {
     /// The failure to list.
     pub fn list(&self, folder: &str) -> Result<Vec<Entry>> {
         let what = || format!("cannot list {} in {}", folder, self.location);
-        match &self.place {
+        let entries = match &self.place {
             Place::Local(root) => {
                 let mut entries = Vec::new();
                 let visible = |name: &str| !name.starts_with('.');
                 list_local(root, &Self::local(root, folder), &visible, &mut entries).with_context(what)?;
-                Ok(entries)
+                entries
             }
             Place::Store { store, prefix, runtime, .. } => {
                 use futures::TryStreamExt;
@@ -343,9 +446,11 @@ impl RunDir {
                     entries
                         .push(Entry { key: self.key_of(prefix, &meta.location)?, modified: meta.last_modified.into() });
                 }
-                Ok(entries)
+                entries
             }
-        }
+        };
+        self.counters.listed(entries.len());
+        Ok(entries)
     }
 
     /// The files directly in `folder` whose names sort after `after` (all
@@ -398,6 +503,7 @@ impl RunDir {
                 entries
             }
         };
+        self.counters.listed(entries.len());
         entries.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(entries)
     }
@@ -429,6 +535,7 @@ impl RunDir {
                 names.extend(listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)));
             }
         }
+        self.counters.listed(names.len());
         names.sort();
         Ok(names)
     }
@@ -451,7 +558,9 @@ impl RunDir {
             Place::Local(root) => {
                 let path = Self::local_to_write(root, key)
                     .with_context(|| format!("cannot write {key} in {}", self.location))?;
-                save(&path)
+                save(&path)?;
+                self.counters.count(1, 0, std::fs::metadata(&path).map_or(0, |meta| meta.len()));
+                Ok(())
             }
             Place::Store { staging, .. } => {
                 let path = self.staged(staging, key)?;
@@ -471,8 +580,11 @@ impl RunDir {
     pub fn local_copy(&self, key: &str) -> Result<Option<PathBuf>> {
         match &self.place {
             Place::Local(root) => {
+                // Read by the caller: counted as one read of the whole file.
                 let path = Self::local(root, key);
-                Ok(path.exists().then_some(path))
+                let size = std::fs::metadata(&path).ok().map(|meta| meta.len());
+                self.counters.count(1, size.unwrap_or(0), 0);
+                Ok(size.is_some().then_some(path))
             }
             Place::Store { staging, .. } => {
                 let Some(bytes) = self.read(key)? else { return Ok(None) };

@@ -20,7 +20,7 @@ mod metrics;
 mod store;
 
 pub use commit_point::{Carried, CommitPoint, GamesLayout, ledgers_back};
-pub use dir::{Entry, RunDir};
+pub use dir::{Entry, RunDir, Traffic};
 pub use lock::RunLock;
 pub use metrics::{
     AnchorMatch, CurriculumReport, DataCounts, DistillWork, EloKind, Evaluation, MeanLosses, MetricsLine, Probe,

@@ -11,7 +11,7 @@
 use anyhow::Result;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::dir::RunDir;
+use crate::dir::{RunDir, Traffic};
 use crate::keys::METRICS;
 
 /// One line of `metrics.jsonl`: an iteration of any mode.
@@ -45,6 +45,11 @@ pub struct MetricsLine {
     /// Seconds writing the network and the checkpoint.
     #[serde(deserialize_with = "real")]
     pub seconds_checkpoint: f64,
+    /// What the trainer read and wrote in the run directory since the
+    /// line before (so the commit before, and for the first line of a
+    /// start, the start's reading, are in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<Traffic>,
 }
 
 /// A mode's own fields of a metrics line.
@@ -497,6 +502,7 @@ mod tests {
             seconds_train: 5.0,
             seconds_held_out: None,
             seconds_checkpoint: 1.0,
+            store: Some(Traffic { requests: 30, bytes_read: 4000, bytes_written: 9000 }),
         }
     }
 

@@ -16,7 +16,7 @@ use capa_net::{NetGame, read_net_config};
 use capa_rules::for_game;
 
 use capa_rundir::keys::{self, LATEST, METRICS};
-use capa_rundir::{CommitPoint, RunDir, Work, read_lines};
+use capa_rundir::{CommitPoint, RunDir, Traffic, Work, read_lines};
 
 use crate::commit::network_hash;
 use crate::config::RunConfig;
@@ -37,6 +37,8 @@ pub struct CheckReport {
     pub problems: Vec<String>,
     /// What is worth knowing and not wrong (temporary files), one line each.
     pub notes: Vec<String>,
+    /// What the check read.
+    pub traffic: Traffic,
 }
 
 impl CheckReport {
@@ -199,5 +201,6 @@ fn check_run<G: NetGame>(dir: &RunDir) -> Result<CheckReport> {
             format!("{}: a temporary file being written", entry.key)
         });
     }
+    report.traffic = dir.traffic();
     Ok(report)
 }

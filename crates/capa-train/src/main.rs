@@ -20,8 +20,10 @@ fn main() -> ExitCode {
             load(&args.run).and_then(|(config, stop)| work(&config, &args.worker, args.games, &stop))
         }
         Some(Command::Check(args)) => {
+            let started = std::time::Instant::now();
             return match load(args).and_then(|(config, _)| capa_train::check(&config)) {
                 Ok(report) => {
+                    eprintln!("checked in {:.2} s: {}", started.elapsed().as_secs_f64(), report.traffic);
                     for note in &report.notes {
                         println!("note: {note}");
                     }

@@ -49,6 +49,7 @@ pub(crate) fn selfplay_line<G: NetGame>(
         seconds_train: training,
         seconds_held_out: None,
         seconds_checkpoint: checkpoint,
+        store: None,
     }
 }
 
@@ -98,10 +99,11 @@ pub(crate) fn summary(line: &MetricsLine, work: &SelfPlayWork) -> String {
     } else {
         String::new()
     };
+    let store = line.store.map_or_else(String::new, |traffic| format!("; run directory {traffic}"));
     format!(
         "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} positions/s ({:.1} per CPU-s); {} steps, \
-         {:.1} passes (oldest 5%), loss {:.3} (policy {:.3}, wdl {:.3}{territory}); {:.0}s self-play, \
-         {:.0}s training; data wait {:.0}%; network {}{eval}{curriculum}",
+         {:.1} passes (oldest 5%), loss {:.3} (policy {:.3}, wdl {:.3}{territory}); {:.1}s self-play, \
+         {:.0}s training; data wait {:.0}%; network {}{eval}{curriculum}{store}",
         line.iteration,
         work.games,
         work.plies,

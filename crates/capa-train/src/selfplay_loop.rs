@@ -36,12 +36,15 @@ use crate::steps::train;
 /// Anything that stops the run: an unreadable checkpoint, a failing
 /// device, engine or disk.
 pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &AtomicBool) -> Result<Finish> {
+    let starting = Instant::now();
     let Resumed { mut trainer, first_iteration, mut network, carried } = start_trainer(config, dir)?;
     let last = config.last_iteration();
     if first_iteration > last {
         return Ok(Finish::Completed);
     }
     let (mut buffer, mut intake) = rebuild_buffer::<G>(config, dir, first_iteration, &carried)?;
+    let seconds = starting.elapsed().as_secs_f64();
+    tracing::info!("ready to play after {seconds:.2} s of reading the run: {}", dir.traffic());
     // A run from before the count: at least the positions its window holds.
     let mut positions_made = carried.positions_made.unwrap_or(buffer.positions() as u64);
     let settings = SelfPlaySettings::new(&config.selfplay, &config.game)?;
@@ -99,7 +102,7 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         commit(config, dir, &trainer, iteration, &network, carried, || {
             dir.write(&keys::ledger(iteration), trained_on.join("\n").as_bytes())?;
             let checkpoint_seconds = checkpoint_seconds + saved.elapsed().as_secs_f64();
-            let line = selfplay_line(
+            let mut line = selfplay_line(
                 iteration,
                 &stats,
                 &buffer,
@@ -110,6 +113,7 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
                 evaluation,
                 curriculum_report,
             );
+            line.store = Some(dir.take_traffic());
             line.append_to(dir)?;
             recorded = Some(line);
             Ok(())

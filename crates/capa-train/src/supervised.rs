@@ -193,6 +193,7 @@ pub(crate) fn supervised<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &At
                 seconds_train,
                 seconds_held_out: Some(seconds_held_out),
                 seconds_checkpoint: seconds_checkpoint + saved.elapsed().as_secs_f64(),
+                store: Some(dir.take_traffic()),
             };
             line.append_to(dir)?;
             recorded = Some(line);
