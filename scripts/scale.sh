@@ -8,8 +8,9 @@
 # fake workers write one iteration's new games and a real trainer resumes
 # and takes them: its start and that iteration's ingest are measured in
 # store requests, bytes and seconds (the trainer's own counts: the "ready
-# to play" line and the metrics line's `store`), and `capa-train check`
-# at the sizes up to SCALE_CHECK_MAX. Then the growth between sizes.
+# to play" line and the metrics line's `store`); `capa-train check` of the
+# whole run before, and of what is new after (`--state`), at the sizes up
+# to SCALE_CHECK_MAX. Then the growth between sizes.
 # Last, W fake workers (SCALE_WORKERS, 100) write to one run at once for
 # SCALE_SECONDS (600) while a trainer takes their games; `check` must
 # report 0 problems and the trainer's ingest must keep up.
@@ -142,6 +143,15 @@ for store in $stores; do
       problem "populate $n: $(tail -n 2 "$work/$store-$name-populate.log")"
       continue
     fi
+    # The whole run checked, its state kept for the check of what is new.
+    full="-"
+    if [ "$n" -le "$check_max" ]; then
+      out=$("$train" check --config "$work/run.toml" --set "run.dir=$run" --state "$work/$store-$name-check.state" \
+        2>"$work/$store-$name-check-full.err")
+      grep -q "problems: 0" <<<"$out" || problem "check at $n: $(grep -m 3 problem <<<"$out")"
+      read -r check_requests _ < <(traffic <"$work/$store-$name-check-full.err")
+      full="$(sed -nE 's/checked in ([0-9.]+) s.*/\1/p' "$work/$store-$name-check-full.err") s, $check_requests requests"
+    fi
     # One iteration's new games; then the trainer resumes and takes them.
     if ! "$scale" workers "$run" --workers 10 --prefix w --rate 1000 --games $((per_iteration / 10)) \
       >"$work/$store-$name-workers.log" 2>&1; then
@@ -163,12 +173,13 @@ for store in $stores; do
     ingest_mb=$(python3 -c "print(f'{$line_mb - $start_mb:.2f}')")
     check="-"
     if [ "$n" -le "$check_max" ]; then
-      out=$("$train" check --config "$work/run.toml" --set "run.dir=$run" 2>"$work/$store-$name-check.err")
-      grep -q "problems: 0" <<<"$out" || problem "check at $n: $(grep -m 3 problem <<<"$out")"
+      out=$("$train" check --config "$work/run.toml" --set "run.dir=$run" --state "$work/$store-$name-check.state" \
+        2>"$work/$store-$name-check.err")
+      grep -q "problems: 0 (what is new since" <<<"$out" || problem "check of what is new at $n: $(grep -m 3 problem <<<"$out")"
       read -r check_requests _ < <(traffic <"$work/$store-$name-check.err")
       check="$(sed -nE 's/checked in ([0-9.]+) s.*/\1/p' "$work/$store-$name-check.err") s, $check_requests requests"
     fi
-    row="$store $n games: start $start_seconds s, $start_requests requests, $start_mb MB; ingest of $per_iteration games $ingest_seconds s, $ingest_requests requests, $ingest_mb MB; check $check"
+    row="$store $n games: start $start_seconds s, $start_requests requests, $start_mb MB; ingest of $per_iteration games $ingest_seconds s, $ingest_requests requests, $ingest_mb MB; check: whole $full, of what is new $check"
     if [ -n "$previous" ]; then
       read -r p_n p_start_s p_start_r p_ingest_s p_ingest_r <<<"$previous"
       row="$row; growth from $p_n: start $(ratio "$p_start_s" "$start_seconds") ($(ratio "$p_start_r" "$start_requests") requests), ingest $(ratio "$p_ingest_s" "$ingest_seconds") ($(ratio "$p_ingest_r" "$ingest_requests") requests)"

@@ -48,8 +48,10 @@ pub enum Command {
     /// twice, no gap or repeat in a worker's game numbers.
     /// Prints each problem, a note for each temporary file (a write in
     /// progress, or a dead writer's, which the trainer's next start
-    /// removes), and a summary; exits 1 when there is a problem.
-    Check(RunArgs),
+    /// removes), and a summary; exits 1 when there is a problem. With
+    /// `--state FILE`, checks only what is new since the check that wrote
+    /// the file.
+    Check(CheckArgs),
     /// Break the run lock of a trainer that is gone. On an object store,
     /// removes the trainer's lease (`LOCK`), unless its holder is a
     /// process still running on this machine; a trainer that still runs
@@ -57,6 +59,22 @@ pub enum Command {
     /// machine died: a lease goes stale by itself 90 s after its last
     /// renewal, and a local run's lock ends with its process.
     Unlock(RunArgs),
+}
+
+/// `capa-train check`'s arguments.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The run's config.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Where this check stood, kept for the next: a check given a file that
+    /// a clean check wrote checks only what is new since (each writer's
+    /// games past the last checked, the iterations since, the networks
+    /// their lines name), so that its cost follows the run's news, not its
+    /// size; a missing file means the whole run. Written back only when
+    /// nothing is wrong. One file per run.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
 }
 
 /// A self-play worker's arguments.

@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Check(args)) => {
             let started = std::time::Instant::now();
-            return match load(args).and_then(|(config, _)| capa_train::check(&config)) {
+            return match load(&args.run).and_then(|(config, _)| capa_train::check(&config, args.state.as_deref())) {
                 Ok(report) => {
                     eprintln!("checked in {:.2} s: {}", started.elapsed().as_secs_f64(), report.traffic);
                     for note in &report.notes {

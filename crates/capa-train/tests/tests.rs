@@ -145,6 +145,11 @@ fn two_iterations_then_a_resumed_third() {
     let latest = std::fs::read_to_string(run.join("LATEST")).unwrap();
     assert!(run.join("nets").join(format!("{latest}.safetensors")).exists());
 
+    // A check that keeps its state: the whole run the first time.
+    let state = dir.join("check-state.json");
+    let (whole, report) = check_run(&config, &run, Some(&state));
+    assert!(whole && report.contains("problems: 0") && !report.contains("since iteration"), "{report}");
+
     // The run as the layout before left it: games filed by network, a commit point without the layout.
     let filed = format!("games/{}", latest.trim());
     std::fs::rename(run.join("games/local"), run.join(&filed)).unwrap();
@@ -164,6 +169,19 @@ fn two_iterations_then_a_resumed_third() {
     let commit = std::fs::read_to_string(run.join("checkpoints/latest.json")).unwrap();
     assert!(commit.contains("\"games_layout\": 2"), "{commit}");
     assert_eq!(std::fs::read_dir(run.join("games/local")).unwrap().count(), 6);
+
+    // The next check reads what is new since: a damaged new game is found, the state kept until it is whole.
+    let new_game = run.join("games/local/local-i000003-g000001.capa");
+    let bytes = std::fs::read(&new_game).unwrap();
+    std::fs::write(&new_game, &bytes[..bytes.len() / 2]).unwrap();
+    let (whole, report) = check_run(&config, &run, Some(&state));
+    assert!(!whole && report.contains("games/local/local-i000003-g000001.capa: "), "{report}");
+    std::fs::write(&new_game, &bytes).unwrap();
+    let (whole, report) = check_run(&config, &run, Some(&state));
+    assert!(whole && report.starts_with("committed iterations: 3; game files: 18 (18 trained on"), "{report}");
+    assert!(report.contains("problems: 0 (what is new since iteration 2 checked)"), "{report}");
+    let (whole, report) = check_run(&config, &run, Some(&state));
+    assert!(whole && report.contains("since iteration 3"), "{report}");
     assert!(log.contains("vs previous"), "{log}");
     assert_eq!(metric_iterations(&run), [1, 2, 3]);
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
@@ -851,6 +869,18 @@ fn a_curriculum_plays_fairy_stockfish_and_moves_its_level() {
 }
 
 /// Runs the trainer expecting it to fail; its stderr.
+/// `capa-train check` on a run, with a state file if given: whether it
+/// found nothing wrong, and what it printed.
+fn check_run(config: &Path, run: &Path, state: Option<&Path>) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capa-train"));
+    command.args(["check", "--config"]).arg(config).arg("--set").arg(format!("run.dir={}", run.display()));
+    if let Some(state) = state {
+        command.arg("--state").arg(state);
+    }
+    let output = command.output().unwrap();
+    (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 fn train_expecting_failure(config: &Path, run_dir: &Path, sets: &[&str]) -> String {
     let output = command(config, run_dir, sets).output().unwrap();
     assert!(!output.status.success(), "the run succeeded");
