@@ -91,6 +91,26 @@ pub fn seconds(timeout: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(timeout))
 }
 
+/// Parses a size in bytes: a whole number with `K`, `M` or `G` (powers of
+/// 1024) or none, e.g. `2G`, `512M`.
+///
+/// # Errors
+/// A message saying what is wrong.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let (digits, shift) = match upper.chars().last() {
+        Some('K') => (&upper[..upper.len() - 1], 10),
+        Some('M') => (&upper[..upper.len() - 1], 20),
+        Some('G') => (&upper[..upper.len() - 1], 30),
+        _ => (upper.as_str(), 0),
+    };
+    let number: u64 = digits.parse().map_err(|_| format!("{text:?} is not a size: write e.g. 2G, 512M or 1048576"))?;
+    number
+        .checked_shl(shift)
+        .filter(|bytes| bytes >> shift == number && *bytes > 0)
+        .ok_or_else(|| format!("{text:?}: a size above 0 and below 16 EiB"))
+}
+
 /// Parses `--sprt elo0,elo1[,alpha,beta]`.
 ///
 /// # Errors
@@ -176,6 +196,17 @@ fn find_network(text: &str, places: &[PathBuf]) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_with_their_units() {
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("512m"), Ok(512 << 20));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        for bad in ["", "G", "-1G", "1.5G", "0", "99999999999G", "2T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_short_name_finds_a_shipped_network() {

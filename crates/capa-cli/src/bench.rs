@@ -208,6 +208,10 @@ pub enum BenchCommand {
         /// Where the index is written (it is large: about 16 bytes per position).
         #[arg(long)]
         dir: PathBuf,
+        /// The memory the index build holds at most (`2G`, `512M`): the
+        /// positions beyond it are sorted into runs in --dir and merged.
+        #[arg(long, default_value = "1G", value_parser = crate::args::parse_size)]
+        memory: u64,
         /// The seed of the games.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -290,8 +294,9 @@ impl BenchCommand {
                 );
                 Ok(())
             }
-            BenchCommand::Explorer { variant, games, max_plies, queries, dir, seed, reuse } => {
-                let bench = crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, seed, reuse };
+            BenchCommand::Explorer { variant, games, max_plies, queries, dir, memory, seed, reuse } => {
+                let bench =
+                    crate::explorer_bench::ExplorerBench { games, max_plies, queries, dir: &dir, memory, seed, reuse };
                 if !variant.is_chess() {
                     bail!("the opening explorer indexes chess games, not {variant}");
                 }

@@ -24,6 +24,8 @@ pub struct ExplorerBench<'a> {
     pub queries: usize,
     /// Where the index is written.
     pub dir: &'a Path,
+    /// The memory the build holds at most, in bytes.
+    pub memory: u64,
     /// The seed of the games and the queries.
     pub seed: u64,
     /// Look up in the index an earlier run with the same settings wrote,
@@ -41,7 +43,7 @@ pub fn run<G: Game>(bench: &ExplorerBench, kind: GameKind) -> Result<()> {
     let path = bench.dir.join(format!("bench-{}-{}-{}.explorer", bench.games, bench.max_plies, bench.seed));
     let reuse = bench.reuse && path.exists();
     let mut rng = Rng::new(bench.seed);
-    let mut builder = IndexBuilder::<G>::default();
+    let mut builder = IndexBuilder::<G>::new(bench.dir, bench.memory);
     let mut samples: Vec<G> = Vec::new();
     let mut legal = MoveList::new();
     let started = Instant::now();

@@ -53,6 +53,11 @@ pub struct GuiArgs {
     /// or ~/.cache/capa/explorer].
     #[arg(long)]
     index_dir: Option<PathBuf>,
+    /// The memory building an index holds at most (`2G`, `512M`): the
+    /// positions beyond it are sorted into runs in --index-dir and merged
+    /// (the index is the same).
+    #[arg(long, default_value = "1G", value_parser = crate::args::parse_size)]
+    index_memory: u64,
     #[command(flatten)]
     device: DeviceArgs,
 }
@@ -77,6 +82,7 @@ pub fn run(args: &GuiArgs) -> Result<()> {
         run: args.run.clone(),
         games: args.games.clone(),
         index_dir: args.index_dir.clone().unwrap_or_else(default_index_dir),
+        index_memory: args.index_memory,
     };
     let address = SocketAddr::new(args.host, args.port);
     let listener = TcpListener::bind(address).with_context(|| {

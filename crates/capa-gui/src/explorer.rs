@@ -80,29 +80,68 @@ fn result_from_code(code: i8) -> Option<Option<Color>> {
     }
 }
 
+/// The memory an index build holds by default (`--index-memory`): beyond
+/// it, entries go to sorted runs on disk, merged when the index is written.
+pub const DEFAULT_INDEX_MEMORY: u64 = 1 << 30;
+
+/// The games' bytes held at most before they are written to the spill file.
+const GAMES_BUFFER: usize = 8 << 20;
+
 /// Collects one game's positions after another, then writes the index.
+/// It holds at most about its memory cap: the entries beyond it are sorted
+/// and written to runs in its folder, and the games' bytes to a spill file
+/// there; writing the index merges the runs. Only the games' offsets (8
+/// bytes a game) stay in memory. The index's bytes are the same whatever
+/// the cap: the merge yields the order one sort of every entry would.
 pub struct IndexBuilder<G: Game> {
+    /// Where runs and the games' spill file go.
+    folder: PathBuf,
+    /// A name no other build in `folder` uses, for those files.
+    stem: String,
+    /// Entries held before a run is written.
+    run_entries: usize,
+    /// The games' bytes held before they are spilled.
+    games_buffer: usize,
     entries: Vec<Entry>,
+    /// The runs written: each file and its entries, sorted.
+    runs: Vec<(PathBuf, u64)>,
     offsets: Vec<u64>,
+    /// The games' bytes not yet spilled.
     games: Vec<u8>,
+    /// The spill file of the games' bytes, once there is one.
+    spilled: Option<BufWriter<File>>,
+    /// The first failure to write a run or the spill file: `write` returns it.
+    failed: Option<std::io::Error>,
     /// The game's start position, whose games store no FEN.
     startpos_fen: String,
     _game: std::marker::PhantomData<G>,
 }
 
-impl<G: Game> Default for IndexBuilder<G> {
-    fn default() -> Self {
+impl<G: Game> IndexBuilder<G> {
+    /// A builder that holds about `memory` bytes at most, writing what is
+    /// beyond into `folder` (the index's).
+    pub fn new(folder: &Path, memory: u64) -> IndexBuilder<G> {
+        static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Half for the entries, the rest for sorting them and the buffers.
+        let run_entries = usize::try_from(memory / 2 / ENTRY as u64).unwrap_or(usize::MAX).max(1 << 10);
+        let games_buffer = usize::try_from(memory / 8).unwrap_or(usize::MAX).clamp(1 << 10, GAMES_BUFFER);
         IndexBuilder {
+            folder: folder.to_path_buf(),
+            stem: format!(".explorer-build-{}-{build}", std::process::id()),
+            run_entries,
+            games_buffer,
             entries: Vec::new(),
+            runs: Vec::new(),
             offsets: vec![0],
             games: Vec::new(),
+            spilled: None,
+            failed: None,
             startpos_fen: G::startpos().fen(),
             _game: std::marker::PhantomData,
         }
     }
-}
 
-impl<G: Game> IndexBuilder<G> {
     /// Games added so far.
     pub fn games(&self) -> usize {
         self.offsets.len() - 1
@@ -111,6 +150,9 @@ impl<G: Game> IndexBuilder<G> {
     /// Adds a game: `moves` are legal from `start`.
     pub fn add(&mut self, start: &G, moves: &[G::Move], meta: &GameMeta) {
         let Ok(game) = u32::try_from(self.games()) else { return };
+        if self.failed.is_some() {
+            return;
+        }
         let result = result_code(meta.result);
         let mut position = start.clone();
         for &m in moves {
@@ -120,6 +162,7 @@ impl<G: Game> IndexBuilder<G> {
         self.entries.push(Entry { hash: position.hash(), mv: NO_MOVE, game, result });
         let fen = start.fen();
         let fen = if fen == self.startpos_fen { String::new() } else { fen };
+        let before = self.games.len();
         self.games.push(result as u8);
         for text in [&meta.white, &meta.black, &meta.source, &fen] {
             let bytes = &text.as_bytes()[..text.len().min(u16::MAX as usize)];
@@ -130,46 +173,151 @@ impl<G: Game> IndexBuilder<G> {
         for &m in moves {
             self.games.extend_from_slice(&G::pack_move(m).to_le_bytes());
         }
-        self.offsets.push(self.games.len() as u64);
+        let last = self.offsets.last().copied().unwrap_or(0);
+        self.offsets.push(last + (self.games.len() - before) as u64);
+        if let Err(e) = self.spill_if_full() {
+            self.failed = Some(e);
+        }
     }
 
-    /// Sorts the entries and writes the index to `path` (through a
-    /// temporary file, so a reader never sees part of one).
+    /// Writes a run when the entries fill their share, and the games'
+    /// bytes when they fill their buffer.
+    fn spill_if_full(&mut self) -> std::io::Result<()> {
+        if self.entries.len() >= self.run_entries {
+            self.entries.sort_unstable();
+            let path = self.folder.join(format!("{}-run-{}", self.stem, self.runs.len()));
+            std::fs::create_dir_all(&self.folder)?;
+            let mut out = BufWriter::with_capacity(1 << 20, File::create(&path)?);
+            for entry in &self.entries {
+                out.write_all(&entry.to_bytes())?;
+            }
+            out.flush()?;
+            self.runs.push((path, self.entries.len() as u64));
+            self.entries.clear();
+        }
+        if self.games.len() >= self.games_buffer {
+            self.spill_games()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the games' bytes held to the spill file.
+    fn spill_games(&mut self) -> std::io::Result<()> {
+        let spilled = match &mut self.spilled {
+            Some(spilled) => spilled,
+            None => {
+                std::fs::create_dir_all(&self.folder)?;
+                let path = self.folder.join(format!("{}-games", self.stem));
+                let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+                self.spilled.insert(BufWriter::with_capacity(1 << 20, file))
+            }
+        };
+        spilled.write_all(&self.games)?;
+        self.games.clear();
+        Ok(())
+    }
+
+    /// Sorts the entries (merging the runs) and writes the index to `path`
+    /// (through a temporary file, so a reader never sees part of one).
     ///
     /// # Errors
-    /// The failure to write.
+    /// The failure to write, now or when a run was written.
     pub fn write(mut self, path: &Path, game: GameKind, fingerprint: u64) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e).with_context(|| format!("cannot write the explorer's runs in {}", self.folder.display()));
+        }
         self.entries.sort_unstable();
         let partial = path.with_extension("partial");
-        let write = || -> std::io::Result<()> {
+        let write = |builder: &mut IndexBuilder<G>| -> std::io::Result<()> {
             let mut out = BufWriter::with_capacity(1 << 20, File::create(&partial)?);
-            let fences: Vec<u64> = self.entries.iter().step_by(STRIDE as usize).map(|e| e.hash).collect();
+            let total = builder.entries.len() as u64 + builder.runs.iter().map(|(_, n)| n).sum::<u64>();
             let mut header = Vec::with_capacity(HEADER as usize);
             header.extend_from_slice(MAGIC);
             header.extend_from_slice(&VERSION.to_le_bytes());
             header.push(game as u8);
             header.extend_from_slice(&[0; 3]);
-            for word in [self.games() as u64, self.entries.len() as u64, fences.len() as u64, fingerprint] {
+            for word in [builder.games() as u64, total, total.div_ceil(STRIDE), fingerprint] {
                 header.extend_from_slice(&word.to_le_bytes());
             }
             header.resize(HEADER as usize, 0);
             out.write_all(&header)?;
-            for entry in &self.entries {
-                out.write_all(&entry.to_bytes())?;
-            }
+            let mut fences = Vec::with_capacity(total.div_ceil(STRIDE) as usize);
+            let mut written = 0u64;
+            let mut emit = |entry: Entry, out: &mut BufWriter<File>| -> std::io::Result<()> {
+                if written.is_multiple_of(STRIDE) {
+                    fences.push(entry.hash);
+                }
+                written += 1;
+                out.write_all(&entry.to_bytes())
+            };
+            merge(&builder.runs, std::mem::take(&mut builder.entries), |entry| emit(entry, &mut out))?;
             for fence in &fences {
                 out.write_all(&fence.to_le_bytes())?;
             }
-            for offset in &self.offsets {
+            for offset in &builder.offsets {
                 out.write_all(&offset.to_le_bytes())?;
             }
-            out.write_all(&self.games)?;
+            if builder.spilled.is_some() {
+                builder.spill_games()?;
+                let spilled = builder.spilled.take().expect("spilled above");
+                let mut file = spilled.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+                file.seek(SeekFrom::Start(0))?;
+                std::io::copy(&mut file, &mut out)?;
+            } else {
+                out.write_all(&builder.games)?;
+            }
             out.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()
         };
-        write().with_context(|| format!("cannot write the explorer index {}", partial.display()))?;
+        write(&mut self).with_context(|| format!("cannot write the explorer index {}", partial.display()))?;
         capa_data::rename_durably(&partial, path)
             .with_context(|| format!("cannot move the explorer index into place at {}", path.display()))
     }
+}
+
+impl<G: Game> Drop for IndexBuilder<G> {
+    fn drop(&mut self) {
+        for (path, _) in &self.runs {
+            let _ = std::fs::remove_file(path);
+        }
+        // There only if the games' bytes were spilled.
+        let _ = std::fs::remove_file(self.folder.join(format!("{}-games", self.stem)));
+    }
+}
+
+/// Calls `emit` with every entry of the sorted runs `runs` and the sorted
+/// `held`, in order: a k-way merge that reads each run once.
+fn merge(
+    runs: &[(PathBuf, u64)],
+    held: Vec<Entry>,
+    mut emit: impl FnMut(Entry) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::cmp::Reverse;
+    let mut sources: Vec<Box<dyn Iterator<Item = std::io::Result<Entry>>>> = Vec::new();
+    for (path, _) in runs {
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, File::open(path)?);
+        sources.push(Box::new(std::iter::from_fn(move || {
+            let mut bytes = [0u8; ENTRY];
+            match reader.read_exact(&mut bytes) {
+                Ok(()) => Some(Ok(Entry::from_bytes(&bytes))),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
+                Err(e) => Some(Err(e)),
+            }
+        })));
+    }
+    sources.push(Box::new(held.into_iter().map(Ok)));
+    let mut heap = std::collections::BinaryHeap::with_capacity(sources.len());
+    for (index, source) in sources.iter_mut().enumerate() {
+        if let Some(entry) = source.next().transpose()? {
+            heap.push(Reverse((entry, index)));
+        }
+    }
+    while let Some(Reverse((entry, index))) = heap.pop() {
+        emit(entry)?;
+        if let Some(next) = sources[index].next().transpose()? {
+            heap.push(Reverse((next, index)));
+        }
+    }
+    Ok(())
 }
 
 /// One move from a position, with how its games ended.
@@ -366,12 +514,18 @@ fn parse_game(bytes: &[u8]) -> Result<StoredGame> {
 /// A builder per game the sources hold: a [`GameSink`] for the readers.
 ///
 /// [`GameSink`]: crate::archive::GameSink
-#[derive(Default)]
-struct Builders(BTreeMap<&'static str, (GameKind, Box<dyn Any>)>);
+struct Builders<'a> {
+    builders: BTreeMap<&'static str, (GameKind, Box<dyn Any>)>,
+    /// The index's folder and each build's memory cap.
+    folder: &'a Path,
+    memory: u64,
+}
 
-impl crate::archive::GameSink for Builders {
+impl crate::archive::GameSink for Builders<'_> {
     fn add<G: Game>(&mut self, start: &G, moves: &[G::Move], meta: GameMeta) {
-        let (_, builder) = self.0.entry(G::NAME).or_insert_with(|| (G::KIND, Box::new(IndexBuilder::<G>::default())));
+        let (folder, memory) = (self.folder, self.memory);
+        let (_, builder) =
+            self.builders.entry(G::NAME).or_insert_with(|| (G::KIND, Box::new(IndexBuilder::<G>::new(folder, memory))));
         if let Some(builder) = builder.downcast_mut::<IndexBuilder<G>>() {
             builder.add(start, moves, &meta);
         }
@@ -415,7 +569,7 @@ impl Sources<'_> {
 ///
 /// # Errors
 /// A source that cannot be read or an index that cannot be written.
-pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer>> {
+pub fn open_or_build(sources: &Sources, index_dir: &Path, memory: u64) -> Result<Vec<Explorer>> {
     if sources.files.is_empty() && sources.run.is_none() {
         return Ok(Vec::new());
     }
@@ -436,7 +590,7 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
     std::fs::create_dir_all(index_dir).with_context(|| format!("cannot create {}", index_dir.display()))?;
     tracing::info!("explorer: reading the games (once; the index is kept in {})", index_dir.display());
     let started = std::time::Instant::now();
-    let mut builders = Builders::default();
+    let mut builders = Builders { builders: BTreeMap::new(), folder: index_dir, memory };
     let mut report = crate::archive::ReadReport::default();
     for file in sources.files {
         crate::archive::read_games_file(file, &mut builders, &mut report)?;
@@ -452,7 +606,7 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
         index_dir.display()
     );
     let mut explorers = Vec::new();
-    for (game, builder) in builders.0.into_values() {
+    for (game, builder) in builders.builders.into_values() {
         for_game!(game, G => {
             if let Ok(builder) = builder.downcast::<IndexBuilder<G>>() {
                 builder.write(&path(game), game, fingerprint)?;
@@ -463,4 +617,56 @@ pub fn open_or_build(sources: &Sources, index_dir: &Path) -> Result<Vec<Explorer
     capa_data::write_atomically(&marker, b"").with_context(|| format!("cannot write {}", marker.display()))?;
     tracing::info!("explorer: indexed in {:.1} s", started.elapsed().as_secs_f64());
     Ok(explorers)
+}
+
+#[cfg(test)]
+mod tests {
+    use capa_rules::chess::Chess;
+    use capa_rules::{MoveList, Rng};
+
+    use super::*;
+
+    /// An index built in a little memory, through many runs and a spilled
+    /// file of games, is the index built in one sort, byte for byte.
+    #[test]
+    fn a_build_in_bounded_memory_writes_the_same_index() {
+        let folder = std::env::temp_dir().join(format!("capa-explorer-runs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        let mut whole = IndexBuilder::<Chess>::new(&folder, DEFAULT_INDEX_MEMORY);
+        let mut bounded = IndexBuilder::<Chess>::new(&folder, 64 << 10);
+        let (mut rng, mut legal) = (Rng::new(3), MoveList::new());
+        for number in 0..600 {
+            let (start, mut position, mut moves) = (Chess::startpos(), Chess::startpos(), Vec::new());
+            for _ in 0..(rng.next_u64() % 60) {
+                position.legal_moves(&mut legal);
+                if legal.is_empty() {
+                    break;
+                }
+                // Skewed to the first moves, so that positions repeat across games.
+                let m = legal[((rng.uniform().powi(3)) * legal.len() as f64) as usize];
+                position.play(m);
+                moves.push(m);
+            }
+            let meta = GameMeta {
+                white: format!("white {number}"),
+                black: String::new(),
+                result: Some(None),
+                source: "generated".into(),
+            };
+            whole.add(&start, &moves, &meta);
+            bounded.add(&start, &moves, &meta);
+        }
+        assert!(whole.runs.is_empty() && whole.spilled.is_none());
+        assert!(bounded.runs.len() > 3 && bounded.spilled.is_some(), "{} runs", bounded.runs.len());
+        let (one, many) = (folder.join("one.explorer"), folder.join("many.explorer"));
+        whole.write(&one, GameKind::Chess, 7).unwrap();
+        bounded.write(&many, GameKind::Chess, 7).unwrap();
+        assert!(std::fs::read(&one).unwrap() == std::fs::read(&many).unwrap(), "the two indexes differ");
+        let left: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "runs and spill files are removed: {left:?}");
+        let explorer = Explorer::open(&many, 7).unwrap();
+        assert_eq!(explorer.lookup(Chess::startpos().hash()).unwrap().total, 600);
+        assert_eq!(explorer.game(599).unwrap().meta.white, "white 599");
+        let _ = std::fs::remove_dir_all(&folder);
+    }
 }

@@ -30,7 +30,9 @@ use anyhow::{Context, Result};
 use capa_net::DeviceSpec;
 
 pub use archive::GameMeta;
-pub use explorer::{Explorer, IndexBuilder, LISTED_GAMES, Lookup, MoveCounts, NO_MOVE, StoredGame};
+pub use explorer::{
+    DEFAULT_INDEX_MEMORY, Explorer, IndexBuilder, LISTED_GAMES, Lookup, MoveCounts, NO_MOVE, StoredGame,
+};
 pub use plot::{XAxis, write_plots};
 pub use server::MAX_SEARCHES;
 pub use sheet::{BoardPicture, contact_sheet};
@@ -48,6 +50,9 @@ pub struct GuiOptions {
     pub games: Vec<PathBuf>,
     /// Where the explorer's indexes are kept.
     pub index_dir: PathBuf,
+    /// The memory an index build holds at most (bytes); the rest goes to
+    /// sorted runs beside the index.
+    pub index_memory: u64,
 }
 
 /// The GUI, loaded and ready to serve.
@@ -79,8 +84,8 @@ impl Gui {
         };
         let network = net.as_ref().map(|(_, path)| analysis::Network::load(path, options.device)).transpose()?;
         let sources = explorer::Sources { files: &options.games, run: run.as_ref().map(|(run, game)| (&**run, *game)) };
-        let explorers =
-            explorer::open_or_build(&sources, &options.index_dir).context("cannot build the explorer's index")?;
+        let explorers = explorer::open_or_build(&sources, &options.index_dir, options.index_memory)
+            .context("cannot build the explorer's index")?;
         let network_name = net.map(|(name, _)| name);
         Ok(Gui {
             state: Arc::new(server::AppState {

@@ -71,6 +71,7 @@ pub fn options(name: &str) -> GuiOptions {
         run: None,
         games: Vec::new(),
         index_dir: scratch(&format!("{name}-index")),
+        index_memory: capa_gui::DEFAULT_INDEX_MEMORY,
     }
 }
 
