@@ -441,12 +441,7 @@ impl RunDir {
                 let under = store_path(prefix, folder);
                 let listed =
                     retrying(runtime, &what, || store.list(Some(&under)).try_collect::<Vec<_>>()).with_context(what)?;
-                let mut entries = Vec::new();
-                for meta in listed {
-                    entries
-                        .push(Entry { key: self.key_of(prefix, &meta.location)?, modified: meta.last_modified.into() });
-                }
-                entries
+                self.entries_of(prefix, listed)?
             }
         };
         self.counters.listed(entries.len());
@@ -495,12 +490,7 @@ impl RunDir {
                     None => store.list(Some(&under)).try_collect::<Vec<_>>(),
                 })
                 .with_context(what)?;
-                let mut entries = Vec::new();
-                for meta in listed {
-                    entries
-                        .push(Entry { key: self.key_of(prefix, &meta.location)?, modified: meta.last_modified.into() });
-                }
-                entries
+                self.entries_of(prefix, listed)?
             }
         };
         self.counters.listed(entries.len());
@@ -538,6 +528,14 @@ impl RunDir {
         self.counters.listed(names.len());
         names.sort();
         Ok(names)
+    }
+
+    /// The entries of a store's listing `listed` under the run's `prefix`.
+    fn entries_of(&self, prefix: &StorePath, listed: Vec<object_store::ObjectMeta>) -> Result<Vec<Entry>> {
+        listed
+            .into_iter()
+            .map(|meta| Ok(Entry { key: self.key_of(prefix, &meta.location)?, modified: meta.last_modified.into() }))
+            .collect()
     }
 
     /// The key of the store path `location` under the run's `prefix`.
