@@ -80,6 +80,11 @@ pub struct Carried {
     /// takes its games by a full listing, once.
     #[serde(default = "layout_before")]
     pub games_layout: GamesLayout,
+    /// Under `[gate]`, the network self-play plays with (`LATEST` names
+    /// it): the newest that beat the one before. Absent without a gate,
+    /// where self-play plays the newest network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player: Option<String>,
 }
 
 impl Default for Carried {
@@ -90,6 +95,7 @@ impl Default for Carried {
             positions_made: None,
             workers_taken: BTreeMap::new(),
             games_layout: GamesLayout::ByWriter,
+            player: None,
         }
     }
 }

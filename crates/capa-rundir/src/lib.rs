@@ -23,7 +23,7 @@ pub use commit_point::{Carried, CommitPoint, GamesLayout, ledgers_back};
 pub use dir::{Entry, RunDir, Traffic};
 pub use lock::RunLock;
 pub use metrics::{
-    AnchorMatch, CurriculumReport, DataCounts, DistillWork, EloKind, Evaluation, MeanLosses, MetricsLine, Probe,
-    SelfPlayWork, SupervisedWork, TimeShares, TrainReport, Work, process_cpu_seconds, read_lines, read_metrics,
+    AnchorMatch, CurriculumReport, DataCounts, DistillWork, EloKind, Evaluation, GateMatch, MeanLosses, MetricsLine,
+    Probe, SelfPlayWork, SupervisedWork, TimeShares, TrainReport, Work, process_cpu_seconds, read_lines, read_metrics,
     truncate_metrics,
 };

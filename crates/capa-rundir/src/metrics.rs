@@ -33,6 +33,10 @@ pub struct MetricsLine {
     /// The evaluation, in the iterations `eval.every` picks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval: Option<Evaluation>,
+    /// The gate's match (self-play with `[gate]`, in the iterations it
+    /// runs): the new network against the one self-play plays with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateMatch>,
     /// The curriculum's games against an engine (self-play with `[curriculum]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curriculum: Option<CurriculumReport>,
@@ -331,6 +335,29 @@ pub enum EloKind {
     AtLeast,
 }
 
+/// The gate's match: the iteration's network against self-play's player.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateMatch {
+    /// The new network (the iteration's).
+    pub challenger: String,
+    /// The network self-play played with until then.
+    pub player: String,
+    /// The challenger's games won.
+    pub wins: u32,
+    /// Games drawn.
+    pub draws: u32,
+    /// The challenger's games lost.
+    pub losses: u32,
+    /// The challenger's points per game.
+    #[serde(deserialize_with = "real")]
+    pub score: f64,
+    /// Whether the challenger scored `gate.threshold` and plays from now on.
+    pub promoted: bool,
+    /// Seconds of the match.
+    #[serde(deserialize_with = "real")]
+    pub seconds: f64,
+}
+
 /// One match of an evaluation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
@@ -382,13 +409,15 @@ impl MetricsLine {
     }
 
     /// The seconds the iteration took: self-play, training, the held-out
-    /// measure and the checkpoint.
+    /// measure, the checkpoint and the gate's match (the evaluation's
+    /// seconds are apart: a run's cost of learning, not of measuring).
     pub fn seconds(&self) -> f64 {
         let selfplay = match &self.work {
             Work::SelfPlay(work) => work.seconds_selfplay,
             Work::Supervised(_) | Work::Distill(_) => 0.0,
         };
-        selfplay + self.seconds_train + self.seconds_held_out.unwrap_or(0.0) + self.seconds_checkpoint
+        let gate = self.gate.as_ref().map_or(0.0, |gate| gate.seconds);
+        selfplay + self.seconds_train + self.seconds_held_out.unwrap_or(0.0) + self.seconds_checkpoint + gate
     }
 
     /// Appends the line to the run's `metrics.jsonl`.
@@ -498,6 +527,16 @@ mod tests {
                 elo_kind: EloKind::AtLeast,
                 seconds: 30.0,
             }),
+            gate: Some(GateMatch {
+                challenger: "0123abcd".into(),
+                player: "4567cdef".into(),
+                wins: 3,
+                draws: 0,
+                losses: 1,
+                score: 0.75,
+                promoted: true,
+                seconds: 4.0,
+            }),
             curriculum: None,
             seconds_train: 5.0,
             seconds_held_out: None,
@@ -514,7 +553,7 @@ mod tests {
         let read = MetricsLine::parse(&text).unwrap();
         assert!(read.train.loss.is_nan());
         assert_eq!(serde_json::to_string(&read).unwrap(), text);
-        assert_eq!(read.seconds(), 26.0);
+        assert_eq!(read.seconds(), 30.0, "the gate's match is part of the iteration's cost");
         assert!(read.eval.as_ref().is_some_and(Evaluation::on_ladder));
 
         let distill = MetricsLine {
@@ -522,6 +561,7 @@ mod tests {
             held_out: Some(MeanLosses { positions: 100, top1_agreement: 0.5, policy: 2.0, wdl: 1.0, total: 0.0 }),
             seconds_held_out: Some(2.0),
             eval: None,
+            gate: None,
             ..selfplay_line()
         };
         let supervised = MetricsLine {

@@ -83,10 +83,17 @@ pub(crate) fn commit(
 
 /// Saves the network under its hash and points `LATEST` at it.
 pub(crate) fn publish_net(net: &Inference, dir: &RunDir) -> Result<String> {
+    let hash = save_net(net, dir)?;
+    dir.publish_latest(&hash)?;
+    Ok(hash)
+}
+
+/// Saves the network under its hash, `LATEST` left as it is (a gated
+/// run's new network, not yet its player).
+pub(crate) fn save_net(net: &Inference, dir: &RunDir) -> Result<String> {
     let bytes = net.to_bytes()?;
     let hash = network_hash(net.config(), &bytes);
     dir.write(&keys::network(&hash), &bytes)?;
-    dir.publish_latest(&hash)?;
     Ok(hash)
 }
 

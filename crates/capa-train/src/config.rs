@@ -45,6 +45,10 @@ pub struct RunConfig {
     /// `[eval]`: the new network against the previous one or an engine.
     #[serde(default)]
     pub eval: EvalSection,
+    /// `[gate]`: self-play plays the newest network only once it beats
+    /// the one before.
+    #[serde(default)]
+    pub gate: GateSection,
     /// `[curriculum]`: some self-play games against a UCI engine.
     #[serde(default)]
     pub curriculum: CurriculumSection,
@@ -589,6 +593,37 @@ pub enum EvalMethod {
     Anchor,
 }
 
+/// `[gate]` (AlphaGo Zero's evaluator): every `every` iterations the
+/// new network plays `games` games against the network self-play plays
+/// with, and takes its place only if it scores `threshold`; training
+/// goes on from the newest weights either way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GateSection {
+    /// Challenge the player every this many iterations; 0: no gate, self-play
+    /// plays the newest network.
+    pub every: u64,
+    /// Games of each challenge (rounded up to pairs with colours swapped).
+    pub games: u32,
+    /// Playouts per move for both networks.
+    pub simulations: u32,
+    /// The challenger's score that makes it the player, in (0.5, 1].
+    pub threshold: f64,
+}
+
+impl GateSection {
+    /// Whether the run has a gate.
+    pub fn enabled(&self) -> bool {
+        self.every > 0
+    }
+}
+
+impl Default for GateSection {
+    fn default() -> GateSection {
+        GateSection { every: 0, games: 40, simulations: 64, threshold: 0.55 }
+    }
+}
+
 /// `[curriculum]`: a share of the trainer's self-play games against a UCI
 /// engine whose `UCI_Elo` follows the network's score.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -996,6 +1031,18 @@ impl RunConfig {
                     || self.eval.method == EvalMethod::Anchor,
                 "with eval.engine, the engine plays one match at eval.anchor after the ladder's placement: \
                  set eval.method = \"anchor\", or leave eval.engine out",
+            ),
+            ("gate.games", self.gate.games >= 2, "must be at least 2 (one pair, colours swapped)"),
+            ("gate.simulations", (1..=1_000_000).contains(&self.gate.simulations), "must be 1 to 1000000"),
+            (
+                "gate.threshold",
+                self.gate.threshold > 0.5 && self.gate.threshold <= 1.0,
+                "must be in (0.5, 1]: a challenger that merely draws even does not take over",
+            ),
+            (
+                "gate.every",
+                !self.gate.enabled() || self.run.mode == RunMode::SelfPlay,
+                "gates the network self-play plays with: only a self-play run (run.mode = \"selfplay\") has one",
             ),
             ("curriculum.fraction", (0.0..=1.0).contains(&self.curriculum.fraction), "must be in [0, 1]"),
             ("curriculum.step", (0..=1000).contains(&self.curriculum.step), "must be 0 to 1000"),

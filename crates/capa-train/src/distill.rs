@@ -240,7 +240,7 @@ pub(crate) fn distill<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         let seconds_checkpoint = saved.elapsed().as_secs_f64();
         // Before the commit, as in the self-play loop: a run killed during
         // the evaluation redoes the epoch, and its metrics line is whole.
-        let networks = Networks { trainer: &trainer, current: &network, previous: &previous };
+        let networks = Networks { trainer: &trainer, weights: None, current: &network, previous: &previous };
         let seconds = seconds_train + seconds_held_out + seconds_checkpoint;
         let eval = evaluate_if_due::<G>(config, dir, networks, iteration, seconds)?;
         let saved = Instant::now();
@@ -253,6 +253,7 @@ pub(crate) fn distill<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
                 train: report,
                 held_out: Some(held_out),
                 eval,
+                gate: None,
                 curriculum: None,
                 seconds_train,
                 seconds_held_out: Some(seconds_held_out),

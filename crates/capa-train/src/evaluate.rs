@@ -182,10 +182,12 @@ fn last_ladder_elo(dir: &RunDir) -> Result<Option<f64>> {
 /// How long a ladder rung may take over one move before it forfeits.
 const LADDER_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The networks of an evaluation: the trainer's (published as
-/// `current`) and the one it replaces.
+/// The networks of an evaluation: the one measured, `current` (the
+/// trainer's, or `weights` when they are another's: a gated run's player),
+/// and the one it replaces.
 pub(crate) struct Networks<'a> {
     pub trainer: &'a Training,
+    pub weights: Option<&'a Inference>,
     pub current: &'a str,
     pub previous: &'a str,
 }
@@ -229,7 +231,7 @@ fn seconds_since_evaluation(dir: &RunDir) -> Result<f64> {
     Ok(seconds)
 }
 
-/// Evaluates the trainer's network for `iteration`: against the engine
+/// Evaluates the network `current` for `iteration`: against the engine
 /// when `[eval]` names one, otherwise against the network `previous`.
 ///
 /// # Errors
@@ -242,40 +244,29 @@ fn evaluate<G: NetGame>(
 ) -> Result<Evaluation> {
     let started = Instant::now();
     let section = &config.eval;
-    let Networks { trainer, current: current_name, previous } = *networks;
-    let current = NetEvaluator::<G>::from_inference(&trainer.inference()?)?;
-    let params = SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() };
-    let searched = |name: &str, evaluator| SearchPlayer {
-        name: name.to_string(),
-        evaluator,
+    let Networks { trainer, weights, current: current_name, previous } = *networks;
+    let trainers;
+    let weights = match weights {
+        Some(weights) => weights,
+        None => {
+            trainers = trainer.inference()?;
+            &trainers
+        }
+    };
+    let current = NetEvaluator::<G>::from_inference(weights)?;
+    let mut network = SearchPlayer {
+        name: "new".to_string(),
+        evaluator: &current,
         simulations: section.simulations,
-        params: params.clone(),
+        params: match_search(config),
     };
-    let mut network = searched("new", &current);
-    // Every game at once, so the network's batches stay full.
-    let settings = |probe: u32| MatchSettings::<G> {
-        games: section.games,
-        openings: Openings::Random {
-            plies: section.random_plies,
-            seed: mix(config.run.seed ^ 0x6576_616c, iteration.wrapping_mul(64) + u64::from(probe)),
-        },
-        ply_cap: config.game.ply_cap,
-        concurrency: if section.movetime > 0 { movetime_concurrency(section) } else { section.games as usize },
-        clock: None,
-        seed: mix(config.run.seed ^ 0x0061_7265_6e61, iteration.wrapping_mul(64) + u64::from(probe)),
-        sprt: None,
-        pgn: None,
-    };
+    let concurrency = if section.movetime > 0 { movetime_concurrency(section) } else { section.games as usize };
+    let settings = |probe: u32| match_settings::<G>(config, section.games, concurrency, iteration, probe);
     let pairs = u64::from(section.games.div_ceil(2) * 2);
     if section.engine.trim().is_empty() && section.ladder.is_none() {
-        let key = keys::network(previous);
-        let path = dir.local_copy(&key)?.with_context(|| format!("[eval]: the previous network {key} is missing"))?;
-        let opponent = Inference::load(&path, config.device()).with_context(|| format!("[eval]: cannot load {key}"))?;
-        let opponent = NetEvaluator::<G>::from_inference(&opponent)?;
-        let mut opponent = searched(previous, &opponent);
-        let bar = progress(pairs, &format!("iteration {iteration} eval"));
-        let score = play_match::<G>(&mut network, &mut opponent, &settings(0), &mut |_| bar.inc(1))?;
-        bar.finish_and_clear();
+        let label = format!("iteration {iteration} eval");
+        let score = play_network::<G>(config, dir, &mut network, previous, &settings(0), &label)
+            .context("[eval]: the match against the previous network")?;
         let (elo, elo_low, elo_high) = score.elo();
         return Ok(Evaluation {
             opponent: previous.to_string(),
@@ -385,4 +376,65 @@ fn evaluate<G: NetGame>(
     )?;
     let probes = bisection.probes().iter().map(|&(level, score)| new_probe(Some(level as i64), None, score)).collect();
     estimate_of(&bisection, probes, section.engine.trim().to_string())
+}
+
+/// The search of a match between networks: no noise, the self-play's
+/// `parallel_sims`.
+pub(crate) fn match_search(config: &RunConfig) -> SearchParams {
+    SearchParams { parallel_sims: config.selfplay.parallel_sims, ..SearchParams::default() }
+}
+
+/// A match of `games` games in pairs from random openings
+/// (`eval.random_plies`), `concurrency` at once, seeded by the run, the
+/// iteration and `probe` (each match of an iteration its own).
+pub(crate) fn match_settings<G: Game>(
+    config: &RunConfig,
+    games: u32,
+    concurrency: usize,
+    iteration: u64,
+    probe: u32,
+) -> MatchSettings<G> {
+    MatchSettings {
+        games,
+        openings: Openings::Random {
+            plies: config.eval.random_plies,
+            seed: mix(config.run.seed ^ 0x6576_616c, iteration.wrapping_mul(64) + u64::from(probe)),
+        },
+        ply_cap: config.game.ply_cap,
+        concurrency,
+        clock: None,
+        seed: mix(config.run.seed ^ 0x0061_7265_6e61, iteration.wrapping_mul(64) + u64::from(probe)),
+        sprt: None,
+        pgn: None,
+    }
+}
+
+/// Plays `player` against the run's network `opponent` (read from its
+/// file), at the same playouts and search, with a progress bar named
+/// `label`; the score is `player`'s.
+///
+/// # Errors
+/// A missing or unreadable network, a failing search.
+pub(crate) fn play_network<G: NetGame>(
+    config: &RunConfig,
+    dir: &RunDir,
+    player: &mut SearchPlayer<'_, NetEvaluator<G>>,
+    opponent: &str,
+    settings: &MatchSettings<G>,
+    label: &str,
+) -> Result<MatchScore> {
+    let key = keys::network(opponent);
+    let path = dir.local_copy(&key)?.with_context(|| format!("the network {key} is missing"))?;
+    let weights = Inference::load(&path, config.device()).with_context(|| format!("cannot load {key}"))?;
+    let evaluator = NetEvaluator::<G>::from_inference(&weights)?;
+    let mut opponent = SearchPlayer {
+        name: opponent.to_string(),
+        evaluator: &evaluator,
+        simulations: player.simulations,
+        params: player.params.clone(),
+    };
+    let bar = progress(u64::from(settings.games.div_ceil(2) * 2), label);
+    let score = play_match::<G>(player, &mut opponent, settings, &mut |_| bar.inc(1))?;
+    bar.finish_and_clear();
+    Ok(score)
 }

@@ -28,6 +28,7 @@ mod distill;
 mod evaluate;
 mod finish;
 mod games;
+mod gate;
 mod metrics;
 mod progress;
 mod run;

@@ -45,6 +45,7 @@ pub(crate) fn selfplay_line<G: NetGame>(
         train: train.clone(),
         held_out: None,
         eval,
+        gate: None,
         curriculum,
         seconds_train: training,
         seconds_held_out: None,
@@ -100,10 +101,21 @@ pub(crate) fn summary(line: &MetricsLine, work: &SelfPlayWork) -> String {
         String::new()
     };
     let store = line.store.map_or_else(String::new, |traffic| format!("; run directory {traffic}"));
+    let gate = line.gate.as_ref().map_or_else(String::new, |g| {
+        let verdict = if g.promoted { "plays from now on" } else { "the player stays" };
+        format!(
+            "; gate vs player {}: +{} ={} -{} ({:.0}%), {verdict}",
+            g.player,
+            g.wins,
+            g.draws,
+            g.losses,
+            100.0 * g.score
+        )
+    });
     format!(
         "iteration {}: {} games ({} plies, W/D/B {:?}), {:.1} positions/s ({:.1} per CPU-s); {} steps, \
          {:.1} passes (oldest 5%), loss {:.3} (policy {:.3}, wdl {:.3}{territory}); {:.1}s self-play, \
-         {:.0}s training; data wait {:.0}%; network {}{eval}{curriculum}{store}",
+         {:.0}s training; data wait {:.0}%; network {}{gate}{eval}{curriculum}{store}",
         line.iteration,
         work.games,
         work.plies,

@@ -13,18 +13,19 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use capa_data::to_pgn;
 use capa_mcts::CachedEvaluator;
-use capa_net::{NetEvaluator, NetGame, Training};
+use capa_net::{Inference, NetEvaluator, NetGame};
 use capa_rules::mix;
 use capa_rundir::{Carried, GamesLayout, RunDir, Work, keys};
 
 use crate::buffer::ReplayBuffer;
-use crate::commit::{Resumed, commit, publish_net, start_trainer};
+use crate::commit::{Resumed, commit, save_net, start_trainer};
 use crate::config::RunConfig;
 use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
 use crate::evaluate::{Networks, evaluate_if_due};
 use crate::finish::Finish;
 use crate::games::{Intake, legacy_intake, read_game, trained_games};
+use crate::gate::{self, Player};
 use crate::metrics::{new_positions, selfplay_line, summary, warnings};
 use crate::progress::progress;
 use crate::selfplay::{SelfPlaySettings, SelfPlayStats, play};
@@ -38,6 +39,8 @@ use crate::steps::train;
 pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &AtomicBool) -> Result<Finish> {
     let starting = Instant::now();
     let Resumed { mut trainer, first_iteration, mut network, carried } = start_trainer(config, dir)?;
+    // Without a gate, self-play plays the newest network.
+    let mut player = Player::new(carried.player.clone().filter(|_| config.gate.enabled()).unwrap_or(network.clone()));
     let last = config.last_iteration();
     if first_iteration > last {
         return Ok(Finish::Completed);
@@ -55,10 +58,19 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         let started = Instant::now();
         buffer.drop_teacher(config.distill.seed_leave);
         buffer.set_window(config.buffer.window_at(positions_made));
-        // Self-play with the newest network, or the workers' games.
+        // Self-play with the player, or the workers' games.
+        player.load(config, dir, &network)?;
         let played = if config.selfplay.local {
             let games = Games { dir, settings: &settings, buffer: &mut buffer, curriculum: curriculum.as_mut() };
-            play_locally(config, games, &trainer, iteration, &network, stop)?
+            let trainers;
+            let weights = match player.weights() {
+                Some(weights) => weights,
+                None => {
+                    trainers = trainer.inference()?;
+                    &trainers
+                }
+            };
+            play_locally(config, games, weights, iteration, player.name(), stop)?
         } else {
             collect_worker_games(config, dir, &mut buffer, &mut intake, stop)?
         };
@@ -83,19 +95,39 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         };
         let train_seconds = trained.elapsed().as_secs_f64();
 
-        // The new network and the checkpoint; latest.json commits the iteration.
+        // The new network, the gate's match, LATEST (the player) and the
+        // checkpoint; latest.json commits the iteration.
         let saved = Instant::now();
-        let previous = std::mem::replace(&mut network, publish_net(&trainer.inference()?, dir)?);
+        network = save_net(&trainer.inference()?, dir)?;
         let checkpoint_seconds = saved.elapsed().as_secs_f64();
+        let previous = player.name().to_string();
+        let gate = if !config.gate.enabled() {
+            player.promote(&network);
+            None
+        } else if gate::due(config, iteration) {
+            let challenge = gate::challenge::<G>(config, dir, &trainer.inference()?, &network, &previous, iteration)?;
+            if challenge.promoted {
+                player.promote(&network);
+            }
+            Some(challenge)
+        } else {
+            None
+        };
+        // Every iteration: a run killed after this, before its commit,
+        // may have named a player the iteration played again does not keep.
+        dir.publish_latest(player.name())?;
         // Before the commit, so that a run killed here redoes the
         // iteration and its line in metrics.jsonl is never missing.
-        let networks = Networks { trainer: &trainer, current: &network, previous: &previous };
+        player.load(config, dir, &network)?;
+        let networks =
+            Networks { trainer: &trainer, weights: player.weights(), current: player.name(), previous: &previous };
         let evaluation = evaluate_if_due::<G>(config, dir, networks, iteration, started.elapsed().as_secs_f64())?;
         let saved = Instant::now();
         let carried = Carried {
             curriculum_elo: curriculum.as_ref().map(Curriculum::elo),
             positions_made: Some(positions_made),
             workers_taken: intake.taken().clone(),
+            player: config.gate.enabled().then(|| player.name().to_string()),
             ..Carried::default()
         };
         let mut recorded = None;
@@ -113,6 +145,7 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
                 evaluation,
                 curriculum_report,
             );
+            line.gate = gate;
             line.store = Some(dir.take_traffic());
             line.append_to(dir)?;
             recorded = Some(line);
@@ -172,19 +205,19 @@ struct Games<'a, G: NetGame> {
     curriculum: Option<&'a mut Curriculum>,
 }
 
-/// One iteration's self-play with the trainer's network, each game written
-/// and added to the buffer as it ends, and the games' keys. `None` when
-/// stopped.
+/// One iteration's self-play with the network `network` (its weights
+/// `weights`), each game written and added to the buffer as it ends, and
+/// the games' keys. `None` when stopped.
 fn play_locally<G: NetGame>(
     config: &RunConfig,
     games: Games<'_, G>,
-    trainer: &Training,
+    weights: &Inference,
     iteration: u64,
     network: &str,
     stop: &AtomicBool,
 ) -> Result<Option<(SelfPlayStats, Vec<String>)>> {
     let Games { dir, settings, buffer, curriculum } = games;
-    let net = NetEvaluator::<G>::from_inference(&trainer.inference()?)?;
+    let net = NetEvaluator::<G>::from_inference(weights)?;
     let evaluator = CachedEvaluator::new(net, config.selfplay.cache);
     let bar = progress(u64::from(config.selfplay.games), &format!("iteration {iteration} self-play"));
     let (started, mut plies) = (Instant::now(), 0usize);

@@ -174,7 +174,7 @@ pub(crate) fn supervised<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &At
         let saved = Instant::now();
         let previous = std::mem::replace(&mut network, publish_net(&trainer.inference()?, dir)?);
         let seconds_checkpoint = saved.elapsed().as_secs_f64();
-        let networks = Networks { trainer: &trainer, current: &network, previous: &previous };
+        let networks = Networks { trainer: &trainer, weights: None, current: &network, previous: &previous };
         let seconds = seconds_train + seconds_held_out + seconds_checkpoint;
         let eval = evaluate_if_due::<G>(config, dir, networks, iteration, seconds)?;
         let saved = Instant::now();
@@ -189,6 +189,7 @@ pub(crate) fn supervised<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &At
                 train: report,
                 held_out: Some(held_out),
                 eval,
+                gate: None,
                 curriculum: None,
                 seconds_train,
                 seconds_held_out: Some(seconds_held_out),

@@ -218,6 +218,62 @@ fn two_iterations_then_a_resumed_third() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// With `[gate]`, self-play plays the player, which changes only to a
+/// network that won its match; `LATEST` and the commit point name it, and
+/// a resumed run plays on with it.
+#[test]
+fn a_gate_changes_the_player_only_to_a_network_that_won_its_match() {
+    let dir = scratch("gate");
+    let (config, run) = (tiny(&dir), dir.join("run"));
+    // Iteration 1 is not gated: iteration 2 plays the first network, read back from the run.
+    let gate = ["gate.every=2", "gate.games=2", "gate.simulations=4"];
+    train(&config, &run, &gate);
+    let output = train(&config, &run, &[&gate[..], &["run.iterations=3"]].concat());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("after iteration 2"));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let played_by = |iteration: u64| {
+        let games: Vec<String> = game_files(&run)
+            .iter()
+            .filter(|f| f.to_string_lossy().contains(&format!("-i{iteration:06}-")))
+            .map(|f| GameRecord::<Capablanca>::read(f).unwrap().network)
+            .collect();
+        assert_eq!(games.len(), 6);
+        assert!(games.iter().all(|n| *n == games[0]), "one network plays an iteration: {games:?}");
+        games[0].clone()
+    };
+    let mut player = played_by(1);
+    for line in &lines {
+        let iteration = line["iteration"].as_u64().unwrap();
+        assert_eq!(played_by(iteration), player, "iteration {iteration}");
+        let Some(gate) = line.get("gate") else {
+            assert_ne!(iteration, 2, "iteration 2 is gated");
+            continue;
+        };
+        assert_eq!(gate["challenger"], line["network"]);
+        assert_eq!(gate["player"].as_str(), Some(player.as_str()));
+        let games = ["wins", "draws", "losses"].map(|k| gate[k].as_u64().unwrap());
+        assert_eq!(games.iter().sum::<u64>(), 2, "{gate}");
+        let score = gate["score"].as_f64().unwrap();
+        assert_eq!(gate["promoted"].as_bool(), Some(score >= 0.55), "{gate}");
+        if score >= 0.55 {
+            player = line["network"].as_str().unwrap().to_string();
+        }
+    }
+    assert_eq!(metric_iterations(&run), [1, 2, 3]);
+    assert_ne!(player, lines[2]["network"], "iteration 3's network never played its match");
+    assert_eq!(read_latest(&run), player);
+    let commit = std::fs::read_to_string(run.join("checkpoints/latest.json")).unwrap();
+    assert!(commit.contains(&format!("\"player\": \"{player}\"")), "{commit}");
+    let bad = train_expecting_failure(&config, &dir.join("bad"), &["gate.every=1", "gate.threshold=0.5"]);
+    assert!(bad.contains("gate.threshold") && bad.contains("(0.5, 1]"), "{bad}");
+    assert_clean(&run);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// What a kill during a checkpoint write leaves (a temporary file, a
 /// checkpoint the commit point does not name yet, a metrics line of the
 /// uncommitted iteration, half a line) is cleaned up and the iteration
