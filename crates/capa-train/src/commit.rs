@@ -97,6 +97,13 @@ pub(crate) fn save_net(net: &Inference, dir: &RunDir) -> Result<String> {
     Ok(hash)
 }
 
+/// The run's network `hash`, read from its file onto the run's device.
+pub(crate) fn load_net(config: &RunConfig, dir: &RunDir, hash: &str) -> Result<Inference> {
+    let key = keys::network(hash);
+    let path = dir.local_copy(&key)?.with_context(|| format!("the network {key} is missing in {}", dir.location()))?;
+    Inference::load(&path, config.device()).with_context(|| format!("cannot load {key} in {}", dir.location()))
+}
+
 /// The name of a network file: a hash of its architecture and its weights
 /// (what follows the safetensors header, whose metadata comes in no fixed
 /// order).

@@ -20,6 +20,7 @@ use capa_rules::Game;
 use capa_rules::mix;
 use capa_rundir::{AnchorMatch, EloKind, Evaluation, Probe, RunDir, Work, keys, read_metrics};
 
+use crate::commit::load_net;
 use crate::config::{EvalMethod, EvalSection, RunConfig};
 use crate::progress::progress;
 
@@ -423,9 +424,7 @@ pub(crate) fn play_network<G: NetGame>(
     settings: &MatchSettings<G>,
     label: &str,
 ) -> Result<MatchScore> {
-    let key = keys::network(opponent);
-    let path = dir.local_copy(&key)?.with_context(|| format!("the network {key} is missing"))?;
-    let weights = Inference::load(&path, config.device()).with_context(|| format!("cannot load {key}"))?;
+    let weights = load_net(config, dir, opponent)?;
     let evaluator = NetEvaluator::<G>::from_inference(&weights)?;
     let mut opponent = SearchPlayer {
         name: opponent.to_string(),

@@ -11,8 +11,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use capa_net::{Inference, NetEvaluator, NetGame};
 use capa_play::SearchPlayer;
-use capa_rundir::{GateMatch, RunDir, keys};
+use capa_rundir::{GateMatch, RunDir};
 
+use crate::commit::load_net;
 use crate::config::RunConfig;
 use crate::evaluate::{match_search, match_settings, play_network};
 
@@ -49,11 +50,7 @@ impl Player {
         if self.name == newest {
             self.weights = None;
         } else if self.weights.is_none() {
-            let key = keys::network(&self.name);
-            let path =
-                dir.local_copy(&key)?.with_context(|| format!("[gate]: the player's network {key} is missing"))?;
-            let weights = Inference::load(&path, config.device())
-                .with_context(|| format!("[gate]: cannot load the player's network {key}"))?;
+            let weights = load_net(config, dir, &self.name).context("[gate]: the player's network")?;
             self.weights = Some(weights);
         }
         Ok(())

@@ -98,14 +98,15 @@ pub(crate) fn iterate<G: NetGame>(config: &RunConfig, dir: &RunDir, stop: &Atomi
         // The new network, the gate's match, LATEST (the player) and the
         // checkpoint; latest.json commits the iteration.
         let saved = Instant::now();
-        network = save_net(&trainer.inference()?, dir)?;
+        let newest = trainer.inference()?;
+        network = save_net(&newest, dir)?;
         let checkpoint_seconds = saved.elapsed().as_secs_f64();
         let previous = player.name().to_string();
         let gate = if !config.gate.enabled() {
             player.promote(&network);
             None
         } else if gate::due(config, iteration) {
-            let challenge = gate::challenge::<G>(config, dir, &trainer.inference()?, &network, &previous, iteration)?;
+            let challenge = gate::challenge::<G>(config, dir, &newest, &network, &previous, iteration)?;
             if challenge.promoted {
                 player.promote(&network);
             }
