@@ -20,6 +20,8 @@
 #   SCALE_RATE=0.5 scripts/scale.sh       # each fake worker's games a second (0.2)
 #   SCALE_SIZES="10000 100000" scripts/scale.sh
 #   CAPA_BIN_DIR=target/quick-release scripts/scale.sh   # capa-train and capa-scale built there
+#   SCALE_LATENCY_MS=20 scripts/scale.sh  # all but the populating through `capa-scale delay`:
+#                                         # 20 ms a request, a store across a network
 #
 # The last line is `... problems N`; exit 0 only when N is 0.
 set -uo pipefail
@@ -97,7 +99,13 @@ if ! "$train" --config "$work/run.toml" --set "run.dir=$work/seed" >"$work/seed.
 fi
 
 moto_pid=""
-stop_moto() { [ -n "$moto_pid" ] && kill "$moto_pid" 2>/dev/null && wait "$moto_pid" 2>/dev/null; moto_pid=""; }
+delay_pid=""
+stop_moto() {
+  [ -n "$delay_pid" ] && kill "$delay_pid" 2>/dev/null && wait "$delay_pid" 2>/dev/null
+  [ -n "$moto_pid" ] && kill "$moto_pid" 2>/dev/null && wait "$moto_pid" 2>/dev/null
+  moto_pid="" delay_pid=""
+}
+latency=${SCALE_LATENCY_MS:-0}
 trap stop_moto EXIT
 # A fresh store for each measurement, so that one size's objects do not slow the next's.
 start_store() { # start_store STORE NAME: sets run and env
@@ -116,15 +124,22 @@ start_store() { # start_store STORE NAME: sets run and env
       sleep 0.2
     done
     run=s3://capa/$name
+    populate_endpoint="http://127.0.0.1:$port"
+    if [ "$latency" -gt 0 ]; then
+      local delayed
+      delayed=$(free_port)
+      "$scale" delay --listen "127.0.0.1:$delayed" --to "127.0.0.1:$port" --ms "$latency" \
+        >"$work/delay-$name.log" 2>&1 &
+      delay_pid=$!
+      port=$delayed
+    fi
     export AWS_ENDPOINT="http://127.0.0.1:$port" AWS_ALLOW_HTTP=true AWS_ACCESS_KEY_ID=test \
       AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
   else
     run=$work/local-$name
+    populate_endpoint=${AWS_ENDPOINT:-}
   fi
 }
-
-# `N requests, X MB read, Y MB written` -> "N X"
-traffic() { sed -nE 's/.* ([0-9]+) requests, ([0-9.]+) MB read.*/\1 \2/p' | tail -n 1; }
 
 # `N requests, X MB read, Y MB written` -> "N X"
 traffic() { sed -nE 's/.* ([0-9]+) requests, ([0-9.]+) MB read.*/\1 \2/p' | tail -n 1; }
@@ -138,7 +153,7 @@ for store in $stores; do
     name=n$n
     start_store "$store" "$name" || continue
     say "$store, $n games over $iterations iterations: populating"
-    if ! "$scale" populate "$run" --from "$work/seed" --games "$n" --iterations "$iterations" --workers 10 \
+    if ! AWS_ENDPOINT=$populate_endpoint "$scale" populate "$run" --from "$work/seed" --games "$n" --iterations "$iterations" --workers 10 \
       >"$work/$store-$name-populate.log" 2>&1; then
       problem "populate $n: $(tail -n 2 "$work/$store-$name-populate.log")"
       continue
@@ -194,7 +209,7 @@ done
 for store in $stores; do
   start_store "$store" "workers" || continue
   say "$store: $workers fake workers for ${seconds}s with a trainer"
-  "$scale" populate "$run" --from "$work/seed" --games $((10 * per_iteration)) --iterations 10 --workers 10 \
+  AWS_ENDPOINT=$populate_endpoint "$scale" populate "$run" --from "$work/seed" --games $((10 * per_iteration)) --iterations 10 --workers 10 \
     >"$work/$store-workers-populate.log" 2>&1 || { problem "populate for the workers"; continue; }
   # An iteration every 15 s of the workers' games.
   rate=${SCALE_RATE:-0.2}

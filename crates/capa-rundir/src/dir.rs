@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::keys::{CONFIG, LATEST, LOCK};
 use crate::lock::{Claim, Held, Holder, Lease, RunLock, STALE_AFTER, describe_lock, keep_renewing, process_runs, span};
-use crate::store::{no_conditional_writes, open_store, retrying, store_path};
+use crate::store::{IN_FLIGHT, no_conditional_writes, open_store, retried, retrying, store_path};
 
 /// A file of the run.
 #[derive(Clone, Debug)]
@@ -237,6 +237,34 @@ impl RunDir {
         Ok(read)
     }
 
+    /// The files `keys`, in their order, each `None` if there is none. In
+    /// a store [`IN_FLIGHT`] reads are under way at once, so that a trainer
+    /// taking a thousand games waits on the store's answers some thirty
+    /// times, not a thousand.
+    ///
+    /// # Errors
+    /// Any failure to read one but its absence.
+    pub fn read_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        let read: Vec<Option<Vec<u8>>> = match &self.place {
+            Place::Local(_) => keys
+                .iter()
+                .map(|key| self.read_uncounted(key, &|| format!("cannot read {} in {}", key, self.location)))
+                .collect::<Result<_>>()?,
+            Place::Store { store, prefix, runtime, .. } => {
+                use futures::{StreamExt, TryStreamExt};
+                let reads = futures::stream::iter(keys).map(|key| async move {
+                    let what = || format!("cannot read {} in {}", key, self.location);
+                    Ok::<_, anyhow::Error>(get(store.as_ref(), prefix, key, &what).await?.map(|(_, bytes)| bytes))
+                });
+                runtime.block_on(reads.buffered(IN_FLIGHT).try_collect())?
+            }
+        };
+        for bytes in &read {
+            self.counters.count(1, bytes.as_ref().map_or(0, |bytes| bytes.len() as u64), 0);
+        }
+        Ok(read)
+    }
+
     fn read_uncounted(&self, key: &str, what: &dyn Fn() -> String) -> Result<Option<Vec<u8>>> {
         match &self.place {
             Place::Local(root) => match std::fs::read(Self::local(root, key)) {
@@ -245,21 +273,13 @@ impl RunDir {
                 Err(e) => Err(e).with_context(what),
             },
             Place::Store { store, prefix, runtime, latest, .. } => {
-                let got = retrying(runtime, what, || async {
-                    let result = store.get(&store_path(prefix, key)).await?;
-                    let e_tag = result.meta.e_tag.clone();
-                    Ok((e_tag, result.bytes().await?))
-                });
-                match got {
-                    Ok((e_tag, bytes)) => {
-                        if key == LATEST {
-                            *latest.lock().expect("not poisoned") = Some(UpdateVersion { e_tag, version: None });
-                        }
-                        Ok(Some(bytes.to_vec()))
-                    }
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(e).with_context(what),
+                let got = runtime.block_on(get(store.as_ref(), prefix, key, what))?;
+                if key == LATEST
+                    && let Some((e_tag, _)) = &got
+                {
+                    *latest.lock().expect("not poisoned") = Some(UpdateVersion { e_tag: e_tag.clone(), version: None });
                 }
+                Ok(got.map(|(_, bytes)| bytes))
             }
         }
     }
@@ -456,46 +476,46 @@ impl RunDir {
     /// # Errors
     /// The failure to list.
     pub fn list_after(&self, folder: &str, after: Option<&str>) -> Result<Vec<Entry>> {
-        let what = || format!("cannot list {} in {}", folder, self.location);
-        let mut entries = match &self.place {
-            Place::Local(root) => {
-                let mut entries = Vec::new();
-                let path = Self::local(root, folder);
-                let listed = match std::fs::read_dir(&path) {
-                    Ok(listed) => listed,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(e).with_context(what),
-                };
-                for entry in listed {
-                    let entry = entry.with_context(what)?;
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    let new = after.is_none_or(|after| name.as_str() > after);
-                    // A file renamed or removed since the listing is simply not there.
-                    if let (true, false, Ok(meta)) = (new, name.starts_with('.'), entry.metadata())
-                        && meta.is_file()
-                    {
-                        entries.push(Entry {
-                            key: format!("{folder}/{name}"),
-                            modified: meta.modified().with_context(what)?,
-                        });
-                    }
-                }
-                entries
-            }
-            Place::Store { store, prefix, runtime, .. } => {
-                use futures::TryStreamExt;
-                let under = store_path(prefix, folder);
-                let listed = retrying(runtime, &what, || match after {
-                    Some(after) => store.list_with_offset(Some(&under), &under.child(after)).try_collect::<Vec<_>>(),
-                    None => store.list(Some(&under)).try_collect::<Vec<_>>(),
+        let mut listed = self.list_after_many(&[(folder.to_string(), after.map(str::to_string))])?;
+        Ok(listed.pop().unwrap_or_default())
+    }
+
+    /// [`RunDir::list_after`] for each `(folder, after)` of `queries`, in
+    /// their order; in a store [`IN_FLIGHT`] listings are under way at once
+    /// (a trainer polls a folder a worker).
+    ///
+    /// # Errors
+    /// The failure to list one.
+    pub fn list_after_many(&self, queries: &[(String, Option<String>)]) -> Result<Vec<Vec<Entry>>> {
+        let what = |folder: &str| format!("cannot list {} in {}", folder, self.location);
+        let mut listings: Vec<Vec<Entry>> = match &self.place {
+            Place::Local(root) => queries
+                .iter()
+                .map(|(folder, after)| {
+                    list_local_after(&Self::local(root, folder), folder, after.as_deref()).with_context(|| what(folder))
                 })
-                .with_context(what)?;
-                self.entries_of(prefix, listed)?
+                .collect::<Result<_>>()?,
+            Place::Store { store, prefix, runtime, .. } => {
+                use futures::{StreamExt, TryStreamExt};
+                let listings = futures::stream::iter(queries).map(|(folder, after)| async move {
+                    let what = || what(folder);
+                    let under = store_path(prefix, folder);
+                    let listed = retried(&what, || match after {
+                        Some(after) => store.list_with_offset(Some(&under), &under.child(after.as_str())).try_collect(),
+                        None => store.list(Some(&under)).try_collect::<Vec<_>>(),
+                    })
+                    .await
+                    .with_context(what)?;
+                    self.entries_of(prefix, listed)
+                });
+                runtime.block_on(listings.buffered(IN_FLIGHT).try_collect())?
             }
         };
-        self.counters.listed(entries.len());
-        entries.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(entries)
+        for entries in &mut listings {
+            self.counters.listed(entries.len());
+            entries.sort_by(|a, b| a.key.cmp(&b.key));
+        }
+        Ok(listings)
     }
 
     /// The names of the folders directly in `folder`.
@@ -790,4 +810,76 @@ fn list_local(root: &Path, dir: &Path, keep: &dyn Fn(&str) -> bool, out: &mut Ve
         }
     }
     Ok(())
+}
+
+/// The file `key` of a store under `prefix` and its entity tag, `None` if
+/// there is none.
+async fn get(
+    store: &dyn ObjectStore,
+    prefix: &StorePath,
+    key: &str,
+    what: &dyn Fn() -> String,
+) -> Result<Option<(Option<String>, Vec<u8>)>> {
+    let got = retried(what, || async {
+        let result = store.get(&store_path(prefix, key)).await?;
+        let e_tag = result.meta.e_tag.clone();
+        Ok((e_tag, result.bytes().await?))
+    })
+    .await;
+    match got {
+        Ok((e_tag, bytes)) => Ok(Some((e_tag, bytes.to_vec()))),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e).with_context(what),
+    }
+}
+
+/// The files directly in the local folder `path` (the run's `folder`)
+/// whose names sort after `after`, as keys; none if it is absent.
+fn list_local_after(path: &Path, folder: &str, after: Option<&str>) -> std::io::Result<Vec<Entry>> {
+    let listed = match std::fs::read_dir(path) {
+        Ok(listed) => listed,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut entries = Vec::new();
+    for entry in listed {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let new = after.is_none_or(|after| name.as_str() > after);
+        // A file renamed or removed since the listing is simply not there.
+        if let (true, false, Ok(meta)) = (new, name.starts_with('.'), entry.metadata())
+            && meta.is_file()
+        {
+            entries.push(Entry { key: format!("{folder}/{name}"), modified: meta.modified()? });
+        }
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_reads_and_listings_answer_in_the_order_asked() {
+        let root = std::env::temp_dir().join(format!("capa-dir-many-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = RunDir::open(&root).unwrap();
+        for key in ["a/1", "a/2", "b/1"] {
+            dir.write(key, key.as_bytes()).unwrap();
+        }
+        let keys = ["b/1", "a/9", "a/1"].map(String::from);
+        assert_eq!(dir.read_many(&keys).unwrap(), [Some(b"b/1".to_vec()), None, Some(b"a/1".to_vec())]);
+        let queries = [("a", Some("1")), ("c", None), ("a", None)]
+            .map(|(folder, after)| (folder.to_string(), after.map(String::from)));
+        let listed: Vec<Vec<String>> = dir
+            .list_after_many(&queries)
+            .unwrap()
+            .into_iter()
+            .map(|entries| entries.into_iter().map(|entry| entry.key).collect())
+            .collect();
+        assert_eq!(listed, [vec!["a/2".to_string()], vec![], vec!["a/1".to_string(), "a/2".to_string()]]);
+        assert_eq!(dir.traffic().requests, 3 + 3 + 3, "three writes, three reads, three listings");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -45,23 +45,37 @@ const STORE_DEADLINE: Duration = Duration::from_secs(300);
 pub(crate) fn retrying<T, F: Future<Output = object_store::Result<T>>>(
     runtime: &tokio::runtime::Runtime,
     what: &dyn Fn() -> String,
+    call: impl FnMut() -> F,
+) -> object_store::Result<T> {
+    runtime.block_on(retried(what, call))
+}
+
+/// [`retrying`] as a future, for calls made many at once.
+pub(crate) async fn retried<T, F: Future<Output = object_store::Result<T>>>(
+    what: &dyn Fn() -> String,
     mut call: impl FnMut() -> F,
 ) -> object_store::Result<T> {
     let started = Instant::now();
     let mut wait = Duration::from_millis(500);
     loop {
-        match runtime.block_on(call()) {
+        match call().await {
             Err(e) if transient(&e) && started.elapsed() + wait < STORE_DEADLINE => {
                 if wait == Duration::from_millis(500) {
                     tracing::warn!("{}: {e}; retrying for up to {} s", what(), STORE_DEADLINE.as_secs());
                 }
-                std::thread::sleep(wait);
+                tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_secs(10));
             }
             result => return result,
         }
     }
 }
+
+/// How many reads or listings a run directory on a store keeps in flight
+/// at once ([`crate::RunDir::read_many`], [`crate::RunDir::list_after_many`]):
+/// a store answers each after tens of milliseconds, so one at a time a
+/// trainer reads some 50 games a second; a few dozen at once hide the wait.
+pub(crate) const IN_FLIGHT: usize = 32;
 
 /// Whether a store error may go away on its own (the store or the network
 /// failing), rather than being the answer.

@@ -11,6 +11,10 @@
 //!   workers, each holding its name's lock as a worker does and writing
 //!   valid records into its folder at a set rate, numbered as a worker
 //!   numbers them.
+//! - `capa-scale delay --listen ADDR --to ADDR --ms D` forwards TCP
+//!   connections with D milliseconds added to each request: a store on
+//!   loopback answers in a millisecond or two, one across a network in
+//!   tens, and a reader that waits on each answer in turn pays it per request.
 //!
 //! RUN is a local path or a store URL, opened as the trainer opens it
 //! (`AWS_*` and the like from the environment).
@@ -40,6 +44,8 @@ enum Command {
     Populate(Populate),
     /// Runs fake workers that write valid games into a run, as workers do.
     Workers(Workers),
+    /// Forwards TCP connections to a server with a delay: a store's latency on loopback.
+    Delay(Delay),
 }
 
 #[derive(Args)]
@@ -84,10 +90,24 @@ struct Workers {
     games: Option<u64>,
 }
 
+#[derive(Args)]
+struct Delay {
+    /// The address to listen on (`127.0.0.1:9001`).
+    #[arg(long)]
+    listen: String,
+    /// The server to forward each connection to (`127.0.0.1:9000`).
+    #[arg(long)]
+    to: String,
+    /// Milliseconds each piece of a request waits before it goes on (a small request is one piece).
+    #[arg(long)]
+    ms: u64,
+}
+
 fn main() -> std::process::ExitCode {
     let result = match Cli::parse().command {
         Command::Populate(args) => populate(&args),
         Command::Workers(args) => workers(&args),
+        Command::Delay(args) => delay(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -296,4 +316,36 @@ fn workers(args: &Workers) -> Result<()> {
         games as f64 / seconds
     );
     Ok(())
+}
+
+/// Forwards each connection to `args.to`, the client's bytes each `args.ms`
+/// late, the server's at once, until either side closes.
+fn delay(args: &Delay) -> Result<()> {
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind(&args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
+    let wait = Duration::from_millis(args.ms);
+    for client in listener.incoming() {
+        let client = client.context("cannot accept a connection")?;
+        let server = TcpStream::connect(&args.to).with_context(|| format!("cannot connect to {}", args.to))?;
+        for stream in [&client, &server] {
+            stream.set_nodelay(true).context("cannot set TCP_NODELAY")?;
+        }
+        let (client_back, server_back) = (client.try_clone()?, server.try_clone()?);
+        std::thread::spawn(move || forward(client, server, wait));
+        std::thread::spawn(move || forward(server_back, client_back, Duration::ZERO));
+    }
+    Ok(())
+}
+
+/// Copies `from` to `to`, each piece read `wait` late, until `from` ends.
+fn forward(mut from: std::net::TcpStream, mut to: std::net::TcpStream, wait: Duration) {
+    use std::io::{Read, Write};
+    let mut buffer = vec![0; 64 << 10];
+    while let Ok(read @ 1..) = from.read(&mut buffer) {
+        std::thread::sleep(wait);
+        if to.write_all(&buffer[..read]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
 }

@@ -29,7 +29,7 @@ use capa_rundir::{CommitPoint, Entry, RunDir, Traffic, Work, read_lines};
 
 use crate::commit::network_hash;
 use crate::config::RunConfig;
-use crate::games::{list_games, read_ledgers};
+use crate::games::{READ_CHUNK, list_games, read_ledgers};
 
 /// What [`check`] found.
 #[derive(Clone, Debug, Default)]
@@ -304,16 +304,22 @@ fn check_run<G: NetGame>(dir: &RunDir, before: Option<&CheckState>) -> Result<(C
     report.trained_on = before.map_or(0, |state| state.trained_on) + trained.len();
     // Every game whole, no gap or repeat in a worker's numbers.
     let mut numbers: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for game in &games {
-        match dir.read(&game.key) {
-            Ok(Some(bytes)) => {
-                if let Err(e) = GameRecord::<G>::from_bytes(&bytes) {
-                    problems.push(format!("{}: {e}", game.key));
+    for chunk in games.chunks(READ_CHUNK) {
+        let names: Vec<String> = chunk.iter().map(|game| game.key.clone()).collect();
+        match dir.read_many(&names) {
+            Ok(files) => {
+                for (name, bytes) in names.iter().zip(files) {
+                    match bytes.map(|bytes| GameRecord::<G>::from_bytes(&bytes)) {
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => problems.push(format!("{name}: {e}")),
+                        None => problems.push(format!("{name}: gone while checking")),
+                    }
                 }
             }
-            Ok(None) => problems.push(format!("{}: gone while checking", game.key)),
             Err(e) => problems.push(format!("{e:#}")),
         }
+    }
+    for game in &games {
         if let Some((worker, number)) = keys::worker_game(&game.key) {
             // A run of the layout before filed a worker's games by network: another sequence.
             let sequence = if keys::is_legacy_game(&game.key) {

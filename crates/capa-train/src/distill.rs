@@ -30,7 +30,7 @@ use crate::commit::{commit, publish_net, start_trainer};
 use crate::config::RunConfig;
 use crate::evaluate::{self, Networks, evaluate_if_due};
 use crate::finish::Finish;
-use crate::games::{list_games, read_game};
+use crate::games::{READ_CHUNK, list_games, read_games};
 use crate::progress::progress;
 use crate::steps::{MEASURE_BATCH, mean_losses_of, train};
 
@@ -93,9 +93,12 @@ pub(crate) fn read_teacher<G: NetGame>(
         if files.is_empty() {
             bail!("distill.data: the run directory {} holds no games", folder.display());
         }
-        for file in files {
-            if let Some(record) = read_game::<G>(&run, &file.key)? {
-                keep(record, held_out(keys::file_name(&file.key), holdout));
+        let names: Vec<String> = files.into_iter().map(|file| file.key).collect();
+        for chunk in names.chunks(READ_CHUNK) {
+            for (key, record) in chunk.iter().zip(read_games::<G>(&run, chunk)?) {
+                if let Some(record) = record {
+                    keep(record, held_out(keys::file_name(key), holdout));
+                }
             }
         }
         return Ok(());

@@ -44,17 +44,29 @@ pub(crate) fn read_ledgers(dir: &RunDir, committed: u64) -> Result<Vec<(String, 
     Ok(ledgers)
 }
 
-/// Reads a game file; a damaged one is reported and skipped.
-pub(crate) fn read_game<G: NetGame>(dir: &RunDir, key: &str) -> Result<Option<GameRecord<G>>> {
-    let Some(bytes) = dir.read(key)? else { return Ok(None) };
-    match GameRecord::<G>::from_bytes(&bytes) {
-        Ok(record) => Ok(Some(record)),
-        Err(e) => {
-            tracing::warn!("skipping {key} in {}: {e}", dir.location());
-            Ok(None)
-        }
-    }
+/// Reads the game files `keys`, in their order (many at once from a
+/// store); a missing one is `None`, and so is a damaged one, reported.
+pub(crate) fn read_games<G: NetGame>(dir: &RunDir, keys: &[String]) -> Result<Vec<Option<GameRecord<G>>>> {
+    let files = dir.read_many(keys)?;
+    Ok(keys
+        .iter()
+        .zip(files)
+        .map(|(key, bytes)| match GameRecord::<G>::from_bytes(&bytes?) {
+            Ok(record) => Some(record),
+            Err(e) => {
+                tracing::warn!("skipping {key} in {}: {e}", dir.location());
+                None
+            }
+        })
+        .collect())
 }
+
+/// How many game files a reader asks for at once: enough for a store's
+/// reads in flight, few enough to hold in memory.
+pub(crate) const READ_CHUNK: usize = 256;
+
+/// How many records a window's reading starts with, before their mean size is known.
+const FIRST_READ: usize = 32;
 
 /// The newest games the iterations up to `committed` trained on, with
 /// `positions` training positions or just more, read and returned oldest
@@ -67,16 +79,28 @@ pub(crate) fn trained_games<G: NetGame>(
     value: ValueTarget,
 ) -> Result<Vec<GameRecord<G>>> {
     let mut newest = Vec::new();
-    let mut held = 0;
+    if positions == 0 {
+        return Ok(newest);
+    }
+    let mut held: usize = 0;
     'ledgers: for ledger in ledgers_back(dir, committed) {
         let (_, games) = ledger?;
-        for key in games.iter().rev() {
-            if held >= positions {
-                break 'ledgers;
-            }
-            if let Some(record) = read_game::<G>(dir, key)? {
+        let games: Vec<String> = games.into_iter().rev().collect();
+        let mut next = 0;
+        while next < games.len() {
+            // As many as the window still wants at the positions a record held so far on average.
+            let want = match held.checked_div(newest.len()) {
+                Some(mean) if mean > 0 => (positions - held).div_ceil(mean),
+                _ => FIRST_READ,
+            };
+            let chunk = &games[next..games.len().min(next + want.clamp(1, READ_CHUNK))];
+            next += chunk.len();
+            for record in read_games::<G>(dir, chunk)?.into_iter().flatten() {
                 held += record.plies.iter().filter(|p| value.trains_on(p)).count();
                 newest.push(record);
+                if held >= positions {
+                    break 'ledgers;
+                }
             }
         }
     }
@@ -116,15 +140,23 @@ impl Intake {
     /// # Errors
     /// The failure to list.
     pub(crate) fn poll(&mut self, dir: &RunDir) -> Result<usize> {
-        for worker in dir.folders(keys::GAMES)? {
-            if worker == keys::TRAINER_GAMES || keys::is_network_hash(&worker) {
-                continue;
-            }
-            let next = self.listed.get(&worker).copied().unwrap_or(0);
-            let after = next.checked_sub(1).map(|last| keys::worker_game_name(&worker, last));
-            for entry in dir.list_after(&keys::game_folder(&worker), after.as_deref())? {
+        let workers: Vec<String> = dir
+            .folders(keys::GAMES)?
+            .into_iter()
+            .filter(|worker| worker != keys::TRAINER_GAMES && !keys::is_network_hash(worker))
+            .collect();
+        let queries: Vec<(String, Option<String>)> = workers
+            .iter()
+            .map(|worker| {
+                let next = self.listed.get(worker).copied().unwrap_or(0);
+                let after = next.checked_sub(1).map(|last| keys::worker_game_name(worker, last));
+                (keys::game_folder(worker), after)
+            })
+            .collect();
+        for (worker, listed) in workers.iter().zip(dir.list_after_many(&queries)?) {
+            for entry in listed {
                 // Another worker's name in this folder is no game of its: `check` reports it.
-                if let Some((_, number)) = keys::worker_game(&entry.key).filter(|(name, _)| *name == worker) {
+                if let Some((_, number)) = keys::worker_game(&entry.key).filter(|(name, _)| name == worker) {
                     let listed = self.listed.entry(worker.clone()).or_default();
                     *listed = (*listed).max(number + 1);
                     self.waiting.push(entry);

@@ -24,7 +24,7 @@ use crate::curriculum::Curriculum;
 use crate::distill::read_teacher;
 use crate::evaluate::{Networks, evaluate_if_due};
 use crate::finish::Finish;
-use crate::games::{Intake, legacy_intake, read_game, trained_games};
+use crate::games::{Intake, READ_CHUNK, legacy_intake, read_games, trained_games};
 use crate::gate::{self, Player};
 use crate::metrics::{new_positions, selfplay_line, summary, warnings};
 use crate::progress::progress;
@@ -338,11 +338,14 @@ fn collect_worker_games<G: NetGame>(
     }
     let mut stats = SelfPlayStats::default();
     let mut keys = Vec::new();
-    for file in intake.take() {
-        if let Some(record) = read_game::<G>(dir, &file.key)? {
-            stats.count(&record);
-            buffer.push(record);
-            keys.push(file.key);
+    let taken: Vec<String> = intake.take().into_iter().map(|file| file.key).collect();
+    for chunk in taken.chunks(READ_CHUNK) {
+        for (key, record) in chunk.iter().zip(read_games::<G>(dir, chunk)?) {
+            if let Some(record) = record {
+                stats.count(&record);
+                buffer.push(record);
+                keys.push(key.clone());
+            }
         }
     }
     stats.seconds = started.elapsed().as_secs_f64();
