@@ -3,8 +3,8 @@
 //! (`checkpoints/latest.json`), pruning old checkpoints, and the resume
 //! that reads them back.
 
-use anyhow::{Context, Result};
-use capa_net::{Inference, NetConfig, Start, Training};
+use anyhow::{Context, Result, bail};
+use capa_net::{Inference, NetConfig, Start, Training, read_net_config};
 
 use capa_rundir::keys::{self, COMMIT};
 use capa_rundir::{Carried, CommitPoint, RunDir, truncate_metrics};
@@ -97,10 +97,18 @@ pub(crate) fn save_net(net: &Inference, dir: &RunDir) -> Result<String> {
     Ok(hash)
 }
 
-/// The run's network `hash`, read from its file onto the run's device.
+/// The run's network `hash`, read from its file onto the run's device,
+/// checked: the file must be whole (its content hashes to its name) and load.
 pub(crate) fn load_net(config: &RunConfig, dir: &RunDir, hash: &str) -> Result<Inference> {
     let key = keys::network(hash);
     let path = dir.local_copy(&key)?.with_context(|| format!("the network {key} is missing in {}", dir.location()))?;
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let net_config =
+        read_net_config(&path).with_context(|| format!("{key} in {} is not a network file", dir.location()))?;
+    let actual = network_hash(&net_config, &bytes);
+    if actual != hash {
+        bail!("{key} in {} is damaged or half written (its content hashes to {actual})", dir.location());
+    }
     Inference::load(&path, config.device()).with_context(|| format!("cannot load {key} in {}", dir.location()))
 }
 

@@ -14,16 +14,16 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use capa_data::to_pgn;
 use capa_mcts::CachedEvaluator;
-use capa_net::{NetEvaluator, NetGame, read_net_config};
+use capa_net::{NetEvaluator, NetGame};
 use capa_rules::for_game;
 use capa_rules::mix;
 use capa_rundir::RunDir;
 use capa_rundir::keys::{self, LATEST};
 
-use crate::commit::network_hash;
+use crate::commit::load_net;
 use crate::config::RunConfig;
 use crate::finish::Finish;
 use crate::selfplay::{SelfPlaySettings, play};
@@ -80,7 +80,7 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
             .as_ref()
             .is_none_or(|(hash, at): &(String, Instant)| *hash != latest || at.elapsed() >= RELOAD_AFTER_REFUSAL);
         if loaded.as_ref().is_none_or(|(hash, _)| *hash != latest) && retry_due {
-            match load_network::<G>(config, dir, &latest) {
+            match load_net(config, dir, &latest).and_then(|net| Ok(NetEvaluator::<G>::from_inference(&net)?)) {
                 Ok(network) => {
                     tracing::info!("{worker}: playing with network {latest}");
                     loaded = Some((latest, CachedEvaluator::new(network, config.selfplay.cache)));
@@ -146,22 +146,6 @@ fn work_on<G: NetGame>(config: &RunConfig, worker: &str, max_games: Option<u64>,
 
 /// How long a worker waits before loading a refused network file again.
 const RELOAD_AFTER_REFUSAL: Duration = Duration::from_secs(10);
-
-/// The network `hash` of the run, checked: its file must be whole (its
-/// content hashes to its name) and load.
-fn load_network<G: NetGame>(config: &RunConfig, dir: &RunDir, hash: &str) -> Result<NetEvaluator<G>> {
-    let key = keys::network(hash);
-    let path = dir.local_copy(&key)?.with_context(|| format!("LATEST names {key}, which is missing"))?;
-    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let net_config =
-        read_net_config(&path).with_context(|| format!("{key} in {} is not a network file", dir.location()))?;
-    let actual = network_hash(&net_config, &bytes);
-    if actual != hash {
-        bail!("{key} in {} is damaged or half written (its content hashes to {actual})", dir.location());
-    }
-    NetEvaluator::<G>::from_file(&path, config.device())
-        .with_context(|| format!("cannot load {key} in {}", dir.location()))
-}
 
 /// The highest game number a worker name holds: its files' names have
 /// eight digits, so that they sort in number order.
