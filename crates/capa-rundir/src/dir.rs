@@ -238,7 +238,7 @@ impl RunDir {
     }
 
     /// The files `keys`, in their order, each `None` if there is none. In
-    /// a store [`IN_FLIGHT`] reads are under way at once, so that a trainer
+    /// a store `IN_FLIGHT` (32) reads are under way at once, so that a trainer
     /// taking a thousand games waits on the store's answers some thirty
     /// times, not a thousand.
     ///
@@ -481,7 +481,7 @@ impl RunDir {
     }
 
     /// [`RunDir::list_after`] for each `(folder, after)` of `queries`, in
-    /// their order; in a store [`IN_FLIGHT`] listings are under way at once
+    /// their order; in a store `IN_FLIGHT` (32) listings are under way at once
     /// (a trainer polls a folder a worker).
     ///
     /// # Errors
