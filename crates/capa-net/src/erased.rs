@@ -13,7 +13,7 @@ use burn::prelude::*;
 use capa_rules::GameKind;
 
 use crate::backend::{BackendTask, with_backend};
-use crate::checkpoint::{load_checkpoint, load_net, load_net_into, net_bytes, save_checkpoint};
+use crate::checkpoint::{load_checkpoint, load_net, load_net_into, net_bytes, read_net_weights, save_checkpoint};
 use crate::config::{NetConfig, input_planes, score_bins};
 use crate::device::{BackendKind, DeviceSpec};
 use crate::error::NetError;
@@ -21,6 +21,7 @@ use crate::loss::{LossWeights, Targets, TerritoryTargets, losses};
 use crate::model::{Heads, Net};
 use crate::ops::{CapaAutodiffBackend, CapaBackend};
 use crate::panics::quietly;
+use crate::store::Tensors;
 use crate::threads::{HostOutput, NetThreads, forward_on_host};
 use crate::train::{StepReport, TrainConfig, Trainer};
 
@@ -179,6 +180,17 @@ impl Training {
         self.trainer.steps()
     }
 
+    /// Anchors the optimizer's `init_decay` to the network file `path`
+    /// (see [`Trainer::decay_toward`]).
+    ///
+    /// # Errors
+    /// As [`read_net_weights`] and [`Trainer::decay_toward`].
+    pub fn decay_toward(&mut self, path: &Path) -> Result<(), NetError> {
+        let (_, weights) = read_net_weights(path)?;
+        let trainer = &mut self.trainer;
+        guarded(self.spec, || trainer.decay_toward(&weights, &path.display().to_string()))?
+    }
+
     /// Writes the checkpoint (see [`save_checkpoint`]).
     ///
     /// # Errors
@@ -282,6 +294,7 @@ fn guarded<R>(spec: DeviceSpec, f: impl FnOnce() -> R) -> Result<R, NetError> {
 trait TrainOn {
     fn step(&mut self, batch: HostBatch) -> StepReport;
     fn steps(&self) -> u64;
+    fn decay_toward(&mut self, weights: &Tensors, what: &str) -> Result<(), NetError>;
     fn save(&self, path: &Path) -> Result<(), NetError>;
     fn inference(&self) -> Box<dyn InferOn>;
 }
@@ -302,6 +315,10 @@ impl<B: CapaAutodiffBackend> TrainOn for TrainerOn<B> {
 
     fn steps(&self) -> u64 {
         self.trainer.steps()
+    }
+
+    fn decay_toward(&mut self, weights: &Tensors, what: &str) -> Result<(), NetError> {
+        self.trainer.decay_toward(weights, what)
     }
 
     fn save(&self, path: &Path) -> Result<(), NetError> {

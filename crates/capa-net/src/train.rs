@@ -24,7 +24,7 @@ use crate::loss::{HEADS, LossWeights, Targets, losses};
 use crate::model::{Heads, Net};
 use crate::ops::{CapaAutodiffBackend, CapaBackend};
 use crate::precision::Precision;
-use crate::store::ParamPath;
+use crate::store::{ParamPath, Tensors, collect};
 
 /// Which optimizer updates the weights.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +80,11 @@ pub struct TrainConfig {
     /// matrices, kernels, the attention's position-bias tables; not biases
     /// or norms): decoupled for AdamW, L2 for SGD.
     pub weight_decay: f64,
+    /// Decoupled decay of every parameter towards the weights the trainer
+    /// is anchored to ([`Trainer::decay_toward`]; L2-SP): each step moves
+    /// each weight `learning_rate × init_decay` of its distance from its
+    /// anchor back, whatever the optimizer. 0: none.
+    pub init_decay: f64,
     /// Rescale the gradient when its global L2 norm exceeds this (0: never).
     pub grad_clip_norm: f64,
     /// Decay of the exponential moving average of the weights (0: no EMA).
@@ -108,6 +113,7 @@ impl Default for TrainConfig {
             epsilon: 1e-8,
             nesterov: true,
             weight_decay: 1e-4,
+            init_decay: 0.0,
             grad_clip_norm: 10.0,
             ema_decay: 0.999,
             loss_weights: LossWeights::default(),
@@ -128,7 +134,7 @@ impl TrainConfig {
     /// # Errors
     /// [`NetError::Config`] naming the field.
     pub fn validate(&self) -> Result<(), NetError> {
-        let checks: [(&str, f64, bool); 10] = [
+        let checks: [(&str, f64, bool); 11] = [
             ("learning_rate", self.learning_rate, self.learning_rate > 0.0 && self.learning_rate <= 10.0),
             ("step_factor", self.step_factor, self.step_factor > 0.0 && self.step_factor <= 1.0),
             ("min_learning_rate", self.min_learning_rate, (0.0..=self.learning_rate).contains(&self.min_learning_rate)),
@@ -136,6 +142,8 @@ impl TrainConfig {
             ("beta2", self.beta2, (0.0..1.0).contains(&self.beta2)),
             ("epsilon", self.epsilon, self.epsilon > 0.0 && self.epsilon < 1.0),
             ("weight_decay", self.weight_decay, (0.0..1.0).contains(&self.weight_decay)),
+            // A step pulls back less than the whole distance.
+            ("init_decay", self.init_decay, self.init_decay >= 0.0 && self.init_decay * self.learning_rate < 1.0),
             ("grad_clip_norm", self.grad_clip_norm, self.grad_clip_norm >= 0.0 && self.grad_clip_norm.is_finite()),
             ("ema_decay", self.ema_decay, (0.0..1.0).contains(&self.ema_decay)),
             ("step_every", self.step_every as f64, self.step_every > 0),
@@ -228,6 +236,9 @@ pub struct Trainer<B: CapaAutodiffBackend> {
     model: Option<Net<B>>,
     pub(crate) ema: Option<Net<B::InnerBackend>>,
     pub(crate) moments: HashMap<String, Moments<B::InnerBackend>>,
+    /// The weights [`TrainConfig::init_decay`] pulls towards, flattened, by
+    /// parameter name; empty until [`Trainer::decay_toward`].
+    anchor: HashMap<String, Tensor<B::InnerBackend, 1>>,
     pub(crate) step: u64,
     pub(crate) config: TrainConfig,
     /// The trainers on the further devices of [`Trainer::spread_over`].
@@ -274,6 +285,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
             model: Some(model),
             ema,
             moments: HashMap::new(),
+            anchor: HashMap::new(),
             step: 0,
             config,
             replicas: Vec::new(),
@@ -329,6 +341,49 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
         self.ema.clone().unwrap_or_else(|| self.model().valid())
     }
 
+    /// Anchors [`TrainConfig::init_decay`] to `weights` (by parameter name,
+    /// as [`crate::read_net_weights`] returns them): usually the network
+    /// the training started from, so that it stays near what it was
+    /// given (L2-SP). Not part of a checkpoint: a resumed trainer is
+    /// anchored again.
+    ///
+    /// # Errors
+    /// [`NetError::Mismatch`] listing the parameters `weights` lacks or
+    /// holds in another shape, and those it has that the network lacks.
+    pub fn decay_toward(&mut self, weights: &Tensors, what: &str) -> Result<(), NetError> {
+        let mut own = Tensors::new();
+        collect(self.model(), "", &mut own);
+        let mut problems: Vec<String> = own
+            .iter()
+            .filter_map(|(name, stored)| match weights.get(name) {
+                None => Some(format!("{name} is missing")),
+                Some(anchor) if anchor.shape != stored.shape => {
+                    Some(format!("{name} is {:?}, the network's {:?}", anchor.shape, stored.shape))
+                }
+                Some(_) => None,
+            })
+            .collect();
+        problems.extend(
+            weights.keys().filter(|name| !own.contains_key(*name)).map(|name| format!("{name} is not the network's")),
+        );
+        if !problems.is_empty() {
+            return Err(NetError::Mismatch { what: what.to_string(), problems });
+        }
+        let device = self.device();
+        self.anchor = own
+            .keys()
+            .map(|name| {
+                let values = weights[name].values.clone();
+                let elements = values.len();
+                (name.clone(), Tensor::from_data(TensorData::new(values, [elements]), &device))
+            })
+            .collect();
+        for replica in &mut self.replicas {
+            replica.trainer.decay_toward(weights, what)?;
+        }
+        Ok(())
+    }
+
     /// Trains on `others` too, data-parallel: each holds a copy of the
     /// network, the EMA and the optimizer state; every step splits the
     /// batch into one shard per device, sums the shards' gradients with
@@ -366,6 +421,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
                             (name.clone(), moments)
                         })
                         .collect(),
+                    anchor: self.anchor.iter().map(|(name, a)| (name.clone(), a.clone().to_device(&device))).collect(),
                     step: self.step,
                     config: self.config.clone(),
                     replicas: Vec::new(),
@@ -514,6 +570,7 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
             scale,
             updated: HashMap::new(),
             keep_updated: self.ema.is_some(),
+            anchor: &self.anchor,
         };
         let model = self.model.take().expect("the network is back in place after every step");
         self.model = Some(model.map(&mut update));
@@ -645,6 +702,7 @@ struct Update<'a, B: AutodiffBackend> {
     scale: f64,
     updated: HashMap<String, Tensor<B::InnerBackend, 1>>,
     keep_updated: bool,
+    anchor: &'a HashMap<String, Tensor<B::InnerBackend, 1>>,
 }
 
 impl<B: CapaAutodiffBackend> ModuleMapper<B> for Update<'_, B> {
@@ -671,6 +729,12 @@ impl<B: CapaAutodiffBackend> ModuleMapper<B> for Update<'_, B> {
         let lr = self.learning_rate;
         let previous = self.moments.remove(&name);
         let updates = previous.as_ref().map_or(0, |m| m.updates) + 1;
+        // Decoupled, from the weight before the update (as AdamW's decay);
+        // computed first so that the update still holds the only reference.
+        let pull = match self.anchor.get(&name) {
+            Some(anchor) if c.init_decay > 0.0 => Some((weight.clone() - anchor.clone()).mul_scalar(lr * c.init_decay)),
+            _ => None,
+        };
         let weight = match c.optimizer {
             OptimizerKind::Sgd => {
                 let mut gradient = if self.scale != 1.0 { gradient.mul_scalar(self.scale) } else { gradient };
@@ -714,6 +778,10 @@ impl<B: CapaAutodiffBackend> ModuleMapper<B> for Update<'_, B> {
                 self.moments.insert(name.clone(), Moments { first, second: Some(second), updates });
                 weight
             }
+        };
+        let weight = match pull {
+            Some(pull) => weight - pull,
+            None => weight,
         };
         if self.keep_updated {
             self.updated.insert(name, weight.clone());

@@ -14,7 +14,7 @@ use capa_net::burn;
 use capa_net::{
     BackendKind, DeviceSpec, FfnKind, Heads, LossWeights, Net, NetConfig, NetError, NetEvaluator, NetGame, NormKind,
     OptimizerKind, PolicyHeadKind, Precision, Targets, TrainConfig, Trainer, load_checkpoint, load_net, load_net_into,
-    read_net_info, save_checkpoint, save_net, slim_net, with_backend,
+    read_net_info, read_net_weights, save_checkpoint, save_net, slim_net, with_backend,
 };
 use capa_rules::GameKind;
 use capa_rules::capablanca::Capablanca;
@@ -477,6 +477,46 @@ fn ema_decay_warms_up() {
     assert_eq!(config.ema_decay_at(1_000_000), 0.99);
     let off = TrainConfig { ema_decay: 0.0, ..TrainConfig::default() };
     assert_eq!(off.ema_decay_at(0), 0.0);
+}
+
+/// The squared distance between two sets of weights of one architecture.
+fn distance(a: &capa_net::Tensors, b: &capa_net::Tensors) -> f64 {
+    a.iter().flat_map(|(name, x)| x.values.iter().zip(&b[name].values)).map(|(x, y)| f64::from(x - y).powi(2)).sum()
+}
+
+#[test]
+fn init_decay_keeps_the_weights_near_their_anchor() {
+    let device = FlexDevice;
+    let config = tiny(GameKind::Chess);
+    let batch = positions::<Chess>(16, 3);
+    let (input, target) = (planes::<Chess, Train>(&batch, &device), targets::<Chess, Train>(&batch, &device));
+    let start = Net::<Train>::new(&config, &device);
+    let (anchor_file, after_file) = (scratch("anchor.safetensors"), scratch("after.safetensors"));
+    save_net(&start.valid(), &anchor_file).unwrap();
+    let (_, anchor) = read_net_weights(&anchor_file).unwrap();
+    let drift = |init_decay: f64| {
+        let mut trainer = Trainer::new(start.clone(), TrainConfig { init_decay, ..train_config() }).unwrap();
+        trainer.decay_toward(&anchor, "the start").unwrap();
+        for _ in 0..20 {
+            trainer.step(input.clone(), target.clone());
+        }
+        save_net(&trainer.model().valid(), &after_file).unwrap();
+        distance(&read_net_weights(&after_file).unwrap().1, &anchor)
+    };
+    let (free, anchored) = (drift(0.0), drift(100.0));
+    assert!(free > 0.0 && anchored < free / 2.0, "distance from the start: {free} free, {anchored} anchored");
+
+    // Another architecture's weights are refused, naming what differs.
+    let mut other = Trainer::new(Net::<Train>::new(&every_option(GameKind::Chess), &device), train_config()).unwrap();
+    let Err(NetError::Mismatch { what, problems }) = other.decay_toward(&anchor, "the start") else {
+        panic!("another architecture's weights were taken as the anchor");
+    };
+    assert_eq!(what, "the start");
+    assert!(problems.iter().any(|p| p.contains("is missing")), "{problems:?}");
+    assert!(problems.iter().any(|p| p.contains("the network's [")), "{problems:?}");
+    // A pull of the whole distance or more in one step is out of range.
+    let err = TrainConfig { learning_rate: 0.01, init_decay: 100.0, ..TrainConfig::default() }.validate().unwrap_err();
+    assert!(err.to_string().contains("init_decay"), "{err}");
 }
 
 #[test]

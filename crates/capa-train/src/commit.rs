@@ -24,7 +24,7 @@ pub(crate) struct Resumed {
 pub(crate) fn start_trainer(config: &RunConfig, dir: &RunDir) -> Result<Resumed> {
     let (spec, further) = (config.device(), &config.devices()[1..]);
     let optimizer = config.optimizer.clone();
-    let resumed = match CommitPoint::read(dir)? {
+    let mut resumed = match CommitPoint::read(dir)? {
         Some(latest) => {
             let key = keys::checkpoint(&latest.checkpoint);
             let path = dir
@@ -51,6 +51,13 @@ pub(crate) fn start_trainer(config: &RunConfig, dir: &RunDir) -> Result<Resumed>
             Resumed { trainer, first_iteration: 1, network, carried: Carried::default() }
         }
     };
+    if let (Some(init), true) = (config.run.init.as_deref(), config.optimizer.init_decay > 0.0) {
+        resumed
+            .trainer
+            .decay_toward(init)
+            .with_context(|| format!("optimizer.init_decay: cannot decay towards run.init {}", init.display()))?;
+        tracing::info!("each step decays the weights towards {} (optimizer.init_decay)", init.display());
+    }
     if !further.is_empty() {
         tracing::info!("training data-parallel over {} devices", further.len() + 1);
     }

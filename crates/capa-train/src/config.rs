@@ -1107,6 +1107,9 @@ impl RunConfig {
             let key = message.split_whitespace().next().unwrap_or_default();
             return fail(&format!("optimizer.{key}"), message.to_string());
         }
+        if self.optimizer.init_decay > 0.0 && self.run.init.is_none() {
+            return fail("optimizer.init_decay", "decays towards run.init's weights: set run.init too".to_string());
+        }
         if let Err(e) = self.net_config() {
             return fail("net", format!("{e:#}"));
         }
@@ -1220,6 +1223,8 @@ mod tests {
         assert!(e.contains("bogus"), "{e}");
         let e = error("[optimizer]\nlearning_rate = -1.0\n", &[]);
         assert!(e.contains("optimizer.learning_rate") && e.contains("line 2"), "{e}");
+        let e = error("[optimizer]\ninit_decay = 10.0\n", &[]);
+        assert!(e.contains("optimizer.init_decay (line 2)") && e.contains("run.init"), "{e}");
         let e = error("[net]\npreset = \"huge\"\n", &[]);
         assert!(e.contains("net") && e.contains("huge"), "{e}");
         let e = error("[net]\nchannels = 30\n", &[]);
