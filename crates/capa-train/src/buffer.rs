@@ -38,7 +38,7 @@ struct Stored<G: NetGame> {
     samples: Vec<u32>,
     /// Times each of them was drawn into a batch.
     drawn: Vec<AtomicU32>,
-    /// Share of the root value in this game's value targets.
+    /// Share of the best move's value in this game's value targets.
     q_weight: f32,
     /// A teacher's game (distillation data seeding a self-play buffer).
     teacher: bool,
@@ -50,7 +50,8 @@ struct Stored<G: NetGame> {
 /// How the value target of a position is made.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ValueTarget {
-    /// Share of the search's root value (as W/D/L); the rest is the game's result.
+    /// Share of the search's value of its best move (as W/D/L); the rest is
+    /// the game's result.
     pub q_weight: f32,
     /// Whether fast-search plies are training positions too, for every head
     /// but the policy (their policy target is zeros).
@@ -279,9 +280,13 @@ impl<G: NetGame> ReplayBuffer<G> {
                     legal[position.policy_index(m)] = true;
                 }
                 let z = outcome_wdl(game.record.winner, position.turn());
-                let root = record.root;
+                // The best move's value, as Lc0's trainer takes best_q: the
+                // root's mean also averages the moves a Gumbel root visits
+                // only to rule them out, and reads some 0.07 lower for the
+                // side to move in Capablanca self-play at 128 simulations.
+                let best = record.best;
                 let q_wdl =
-                    [(1.0 + root.q - root.d) / 2.0, root.d, (1.0 - root.q - root.d) / 2.0].map(|v| v.clamp(0.0, 1.0));
+                    [(1.0 + best.q - best.d) / 2.0, best.d, (1.0 - best.q - best.d) / 2.0].map(|v| v.clamp(0.0, 1.0));
                 for ((target, z), q) in wdl.iter_mut().zip(z).zip(q_wdl) {
                     *target = (1.0 - game.q_weight) * z + game.q_weight * q;
                 }
@@ -348,8 +353,8 @@ mod tests {
             let other = legal.iter().copied().find(|&o| o != m).unwrap();
             plies.push(PlyRecord {
                 full_search: ply != 1,
-                root: SearchValues { q: 0.5, d: 0.2, m: 10.0 },
-                best: SearchValues::default(),
+                root: SearchValues { q: -0.3, d: 0.1, m: 12.0 },
+                best: SearchValues { q: 0.5, d: 0.2, m: 10.0 },
                 visits: vec![(position.policy_index(m) as u16, 0.6), (position.policy_index(other) as u16, 0.2)],
             });
             moves.push(m);
@@ -441,7 +446,7 @@ mod tests {
             assert_eq!(legal.iter().filter(|&&l| l).count(), [20, 29, 29][row].min(legal.len()), "row {row}");
             assert!(policy.iter().zip(legal).all(|(&v, &l)| v == 0.0 || l));
         }
-        // Result for the side to move, mixed with the root's values 3:1.
+        // Result for the side to move, mixed with the best move's values 3:1.
         let q_wdl = [0.65, 0.2, 0.15];
         let white = [0.75 + 0.25 * q_wdl[0], 0.25 * q_wdl[1], 0.25 * q_wdl[2]];
         let black = [0.25 * q_wdl[0], 0.25 * q_wdl[1], 0.75 + 0.25 * q_wdl[2]];
@@ -472,10 +477,10 @@ mod tests {
         buffer.push_teacher(game(Some(Color::White)), 1.0);
         let batch = buffer.encode(&[(0, 0), (1, 0)]);
         assert_eq!(&batch.wdl[..3], &[1.0, 0.0, 0.0], "the buffer's target: the result");
-        let root = [0.65, 0.2, 0.15];
+        let best = [0.65, 0.2, 0.15];
         assert!(
-            batch.wdl[3..].iter().zip(root).all(|(a, e)| (a - e).abs() < 1e-6),
-            "the root's: {:?}",
+            batch.wdl[3..].iter().zip(best).all(|(a, e)| (a - e).abs() < 1e-6),
+            "the best move's: {:?}",
             &batch.wdl[3..]
         );
     }

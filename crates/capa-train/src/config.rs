@@ -462,7 +462,8 @@ pub struct TrainSection {
     /// about this many times in its life in the window (seed 004: 3 to 4).
     /// 0: `steps` decides.
     pub passes: f64,
-    /// Share of the search's root value in the value target (the rest is the game's result).
+    /// Share of the search's value of its best move in the value target
+    /// (the rest is the game's result).
     pub value_q_weight: f32,
     /// Train the value, moves-left and future heads on fast-search plies too.
     pub fast_search_values: bool,
