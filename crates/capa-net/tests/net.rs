@@ -488,7 +488,7 @@ fn distance(a: &capa_net::Tensors, b: &capa_net::Tensors) -> f64 {
 fn init_decay_keeps_the_weights_near_their_anchor() {
     let device = FlexDevice;
     let config = tiny(GameKind::Chess);
-    let batch = positions::<Chess>(16, 3);
+    let batch = positions::<Chess>(8, 3);
     let (input, target) = (planes::<Chess, Train>(&batch, &device), targets::<Chess, Train>(&batch, &device));
     let start = Net::<Train>::new(&config, &device);
     let (anchor_file, after_file) = (scratch("anchor.safetensors"), scratch("after.safetensors"));
@@ -497,7 +497,7 @@ fn init_decay_keeps_the_weights_near_their_anchor() {
     let drift = |init_decay: f64| {
         let mut trainer = Trainer::new(start.clone(), TrainConfig { init_decay, ..train_config() }).unwrap();
         trainer.decay_toward(&anchor, "the start").unwrap();
-        for _ in 0..20 {
+        for _ in 0..10 {
             trainer.step(input.clone(), target.clone());
         }
         save_net(&trainer.model().valid(), &after_file).unwrap();
