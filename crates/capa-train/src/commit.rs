@@ -51,7 +51,9 @@ pub(crate) fn start_trainer(config: &RunConfig, dir: &RunDir) -> Result<Resumed>
             Resumed { trainer, first_iteration: 1, network, carried: Carried::default() }
         }
     };
-    if let (Some(init), true) = (config.run.init.as_deref(), config.optimizer.init_decay > 0.0) {
+    if config.optimizer.init_decay > 0.0
+        && let Some(init) = config.run.init.as_deref()
+    {
         resumed
             .trainer
             .decay_toward(init)
