@@ -24,7 +24,7 @@ use crate::loss::{HEADS, LossWeights, Targets, losses};
 use crate::model::{Heads, Net};
 use crate::ops::{CapaAutodiffBackend, CapaBackend};
 use crate::precision::Precision;
-use crate::store::{ParamPath, Tensors, collect};
+use crate::store::{ParamPath, Tensors, apply};
 
 /// Which optimizer updates the weights.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -351,29 +351,13 @@ impl<B: CapaAutodiffBackend> Trainer<B> {
     /// [`NetError::Mismatch`] listing the parameters `weights` lacks or
     /// holds in another shape, and those it has that the network lacks.
     pub fn decay_toward(&mut self, weights: &Tensors, what: &str) -> Result<(), NetError> {
-        let mut own = Tensors::new();
-        collect(self.model(), "", &mut own);
-        let mut problems: Vec<String> = own
-            .iter()
-            .filter_map(|(name, stored)| match weights.get(name) {
-                None => Some(format!("{name} is missing")),
-                Some(anchor) if anchor.shape != stored.shape => {
-                    Some(format!("{name} is {:?}, the network's {:?}", anchor.shape, stored.shape))
-                }
-                Some(_) => None,
-            })
-            .collect();
-        problems.extend(
-            weights.keys().filter(|name| !own.contains_key(*name)).map(|name| format!("{name} is not the network's")),
-        );
-        if !problems.is_empty() {
-            return Err(NetError::Mismatch { what: what.to_string(), problems });
-        }
+        // Loaded into a copy, the anchor is checked as every network file is.
+        apply(self.model().valid(), "", weights, what)?;
         let device = self.device();
-        self.anchor = own
-            .keys()
-            .map(|name| {
-                let values = weights[name].values.clone();
+        self.anchor = weights
+            .iter()
+            .map(|(name, stored)| {
+                let values = stored.values.clone();
                 let elements = values.len();
                 (name.clone(), Tensor::from_data(TensorData::new(values, [elements]), &device))
             })
