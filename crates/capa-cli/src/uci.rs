@@ -57,6 +57,8 @@ const DEPTH_FALLBACK_PLAYOUTS: u64 = 800;
 /// UCI_ShowWDL, VerboseMoveStats (an `info string` per root move: prior,
 /// visits, Q, D, M; then `node` with the root's visits, Q, D and M, which
 /// after `go nodes 1` are the network's own), CPuct, Contempt (draw aversion, -1 to 1),
+/// PolicyTemperature (Lc0's: the priors are the softmax of the logits over
+/// it, 0.1 to 10; 1, the default, keeps the network's policy),
 /// ProveMateInOne (a position where the side to move mates at once is
 /// proven lost for the side that moved into it; on by default),
 /// Temperature (0 plays the most visited move), MinibatchSize (leaves
@@ -113,6 +115,7 @@ struct Options {
     verbose_move_stats: bool,
     cpuct: f32,
     contempt: f32,
+    policy_temperature: f32,
     prove_mate_in_one: bool,
     temperature: f32,
     minibatch: u16,
@@ -171,6 +174,7 @@ impl<G: NetGame> Engine<G> {
                 verbose_move_stats: false,
                 cpuct: defaults.cpuct,
                 contempt: defaults.contempt,
+                policy_temperature: defaults.policy_temperature,
                 prove_mate_in_one: defaults.prove_mate_in_one,
                 temperature: 0.0,
                 minibatch: PLAY_PARALLEL_SIMS,
@@ -282,6 +286,7 @@ impl<G: NetGame> Engine<G> {
             format!("option name VerboseMoveStats type check default {}", o.verbose_move_stats),
             format!("option name CPuct type string default {}", o.cpuct),
             format!("option name Contempt type string default {}", o.contempt),
+            format!("option name PolicyTemperature type string default {}", o.policy_temperature),
             format!("option name ProveMateInOne type check default {}", o.prove_mate_in_one),
             format!("option name Temperature type string default {}", o.temperature),
             format!("option name MinibatchSize type spin default {} min 1 max 8192", o.minibatch),
@@ -351,6 +356,10 @@ impl<G: NetGame> Engine<G> {
                 o.contempt = number("Contempt")?;
                 self.tree = None;
             }
+            "policytemperature" => {
+                o.policy_temperature = number("PolicyTemperature")?;
+                self.tree = None;
+            }
             "provemateinone" => {
                 o.prove_mate_in_one = check("ProveMateInOne")?;
                 self.tree = None;
@@ -409,6 +418,7 @@ impl<G: NetGame> Engine<G> {
         SearchParams {
             cpuct: o.cpuct,
             contempt: o.contempt,
+            policy_temperature: o.policy_temperature,
             parallel_sims: o.minibatch,
             prove_mate_in_one: o.prove_mate_in_one,
             kld_stop: (o.kld_min_gain > 0.0)

@@ -133,12 +133,13 @@ fn capa_uci_answers_garbage_and_stops_on_request() {
     let mut engine = Session::start(&network(GameKind::Chess, "a"));
     engine.send(b"uci");
     engine.until("uciok");
-    let garbage: [&[u8]; 12] = [
+    let garbage: [&[u8]; 13] = [
         b"hello there",
         b"\xff\xfe not text",
         b"setoption name Bogus value 1",
         b"setoption name CPuct value many",
         b"setoption name Temperature value -1",
+        b"setoption name PolicyTemperature value 0",
         b"setoption name UCI_Variant value capablanca",
         b"setoption",
         b"position startpos moves e2e5",

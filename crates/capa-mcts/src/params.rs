@@ -46,6 +46,10 @@ pub struct SearchParams {
     /// Gumbel AlphaZero's root instead of PUCT's (and no Dirichlet noise);
     /// `None`: PUCT at the root too.
     pub gumbel: Option<GumbelParams>,
+    /// Lc0's policy softmax temperature: the priors are `softmax(logits /
+    /// policy_temperature)`, so above 1 they move closer together and widen
+    /// the search. 1 leaves the network's policy as it is.
+    pub policy_temperature: f32,
 }
 
 impl Default for SearchParams {
@@ -66,6 +70,7 @@ impl Default for SearchParams {
             kld_stop: None,
             prove_mate_in_one: true,
             gumbel: None,
+            policy_temperature: 1.0,
         }
     }
 }
@@ -163,6 +168,12 @@ impl SearchParams {
         }
         if !(self.cpuct_base.is_finite() && self.cpuct_base > 0.0) {
             return bad("cpuct_base", &format!("must be > 0, got {}", self.cpuct_base));
+        }
+        if !(0.1..=10.0).contains(&self.policy_temperature) {
+            return bad(
+                "policy_temperature",
+                &format!("must be within 0.1..=10 (as Lc0's), got {}", self.policy_temperature),
+            );
         }
         if !(self.contempt.is_finite() && self.contempt.abs() <= 1.0) {
             return bad("contempt", &format!("must be within -1..=1, got {}", self.contempt));

@@ -660,7 +660,13 @@ impl<G: Game> Tree<G> {
         if !(value.wdl.iter().all(|x| x.is_finite() && *x >= 0.0) && win + draw + loss > 0.0) {
             return Err(SearchError::BadEvaluation(format!("WDL {:?} is not a distribution", value.wdl)));
         }
-        let sane = |p: f32| if p.is_finite() && p > 0.0 { p } else { 0.0 };
+        // A prior to the power 1 / T is the softmax of the logits over T.
+        let exponent = self.params.policy_temperature.recip();
+        let sane = |p: f32| match p.is_finite() && p > 0.0 {
+            true if exponent == 1.0 => p,
+            true => p.powf(exponent),
+            false => 0.0,
+        };
         let total: f32 = priors.iter().copied().map(sane).sum();
         // Below the smallest normal float the reciprocal overflows: uniform then.
         let usable = total >= f32::MIN_POSITIVE;
@@ -1306,6 +1312,34 @@ mod tests {
         assert_eq!(u32::from(root.in_flight), tree.leaves.len() as u32);
         evaluate(&mut tree);
         assert_eq!(tree.in_flight_total(), 0);
+    }
+
+    /// The root's priors under a policy temperature T are the network's
+    /// to the power 1 / T, renormalised: `softmax(logits / T)`.
+    #[test]
+    fn policy_temperature_flattens_the_priors() {
+        let root_priors = |policy_temperature: f32| {
+            let params = SearchParams { policy_temperature, ..SearchParams::default() };
+            let mut tree = Tree::new(History::new(Chess::startpos()), params, 1).unwrap();
+            tree.start(Limits::playouts(1), true).unwrap();
+            tree.gather();
+            let mut out = Evaluations::default();
+            crate::RandomEvaluator.evaluate(&tree.requests[..tree.num_requests], &mut out).unwrap();
+            tree.apply(&out, 0).unwrap();
+            let mut priors: Vec<(u16, f32)> = tree.arena.edges(tree.root).iter().map(|e| (e.mv, e.prior())).collect();
+            priors.sort_unstable_by_key(|&(mv, _)| mv);
+            priors
+        };
+        let (plain, flat) = (root_priors(1.0), root_priors(2.0));
+        let total: f32 = plain.iter().map(|&(_, p)| p.sqrt()).sum();
+        for (&(mv, p), &(_, q)) in plain.iter().zip(&flat) {
+            let expected = p.sqrt() / total;
+            assert!((q - expected).abs() <= 0.01 * expected, "move {mv}: {q}, expected {expected}");
+        }
+        let largest = |priors: &[(u16, f32)]| priors.iter().map(|&(_, p)| p).fold(0.0, f32::max);
+        assert!(largest(&flat) < largest(&plain));
+        let bad = SearchParams { policy_temperature: 0.0, ..SearchParams::default() };
+        assert!(Tree::<Chess>::new(History::new(Chess::startpos()), bad, 1).is_err());
     }
 
     #[test]
