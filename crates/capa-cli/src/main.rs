@@ -13,6 +13,7 @@ mod gtp;
 mod gtp_analysis;
 mod gui;
 mod help_markdown;
+mod judge;
 mod ladder;
 mod lc0;
 mod lc0_agreement;
@@ -54,6 +55,7 @@ enum Command {
     Gui(gui::GuiArgs),
     Plot(plot::PlotCommand),
     PolicyHealth(diagnostics::PolicyHealthCommand),
+    Judge(judge::JudgeCommand),
     BufferStats(diagnostics::BufferStatsCommand),
     OverfitCheck(diagnostics::OverfitCheckCommand),
     /// Lc0 V6 training data: convert PGN games (static, comment or engine
@@ -100,6 +102,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Gui(args) => gui::run(&args),
         Command::Plot(command) => command.run(),
         Command::PolicyHealth(command) => command.run(),
+        Command::Judge(command) => command.run(),
         Command::BufferStats(command) => command.run(),
         Command::OverfitCheck(command) => command.run(),
         Command::Lc0(command) => lc0::run(&command),

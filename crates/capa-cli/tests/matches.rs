@@ -236,3 +236,47 @@ fn play_in_the_terminal_and_by_state_file() {
     let out = call("d4");
     assert!(!out.status.success() && stderr(&out).contains("line 1"), "{}", stderr(&out));
 }
+
+#[test]
+fn judge_scores_each_networks_moves_by_the_engine() {
+    let Some(engine) = engine_for_test("fairy-stockfish") else { return };
+    let (a, b) = (network(GameKind::Capablanca, "a"), network(GameKind::Capablanca, "b"));
+    let (a, b, engine) = (a.to_str().unwrap(), b.to_str().unwrap(), engine.to_str().unwrap());
+    let args = ["--engine", engine, "--positions", "4", "--depth", "3", "--nodes", "4,8", "--play-nodes", "4"];
+    let out = capa(&[&["judge", a, a, b], &args[..]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with("judge: ") && lines[0].contains(" on 4 positions of capablanca-a's games"), "{text}");
+    for line in &lines[1..] {
+        let columns: Vec<&str> = line.split(" | ").collect();
+        assert_eq!(columns.len(), 3, "the prior and two limits: {line}");
+        assert!(columns[0].starts_with("capablanca-a: prior: ") || columns[0].starts_with("capablanca-b: prior: "), "{line}");
+        for column in columns {
+            let number = |after: &str| -> f64 {
+                column.split(after).nth(1).unwrap().split([' ', '%']).next().unwrap().parse().unwrap()
+            };
+            assert!((0.0..=1000.0).contains(&number("loss ")), "{line}");
+            assert!((0.0..=100.0).contains(&number("best ")), "{line}");
+            assert!((0.0..=100.0).contains(&number("blunders ")), "{line}");
+        }
+    }
+    // The same network again makes the same moves: nothing between them.
+    assert_eq!(lines[2].matches("(+0 ± 0 against the first)").count(), 3, "{text}");
+    assert!(!lines[1].contains("against the first") && lines[3].contains("against the first"), "{text}");
+
+    let chess = network(GameKind::Chess, "a");
+    let go = network(GameKind::Go9, "a");
+    for (nets, message) in [
+        (vec![a, chess.to_str().unwrap()], "judge networks of one game together"),
+        (vec![go.to_str().unwrap()], "takes chess and Capablanca networks"),
+    ] {
+        let out = capa(&[&["judge"], &nets[..], &args[..]].concat());
+        assert!(!out.status.success() && stderr(&out).contains(message), "{}", stderr(&out));
+    }
+    let out = capa(&["judge", a, "--engine", "/no/such/engine", "--positions", "1"]);
+    assert!(!out.status.success() && stderr(&out).contains("cannot start the judge"), "{}", stderr(&out));
+    let out = capa(&["judge", a, "--engine", engine, "--depth", "1"]);
+    assert!(!out.status.success() && stderr(&out).contains("--depth must be at least 2"), "{}", stderr(&out));
+}
