@@ -209,8 +209,8 @@ impl JudgeCommand {
             .into_iter()
             .chain(self.device.child_args())
             .collect();
-        let mut engine =
-            UciEngine::launch(capa, &args, TIMEOUT).with_context(|| format!("cannot start `capa uci` on {}", net.display()))?;
+        let mut engine = UciEngine::launch(capa, &args, TIMEOUT)
+            .with_context(|| format!("cannot start `capa uci` on {}", net.display()))?;
         engine.set_option("Threads", "1")?;
         engine.select_variant(G::KIND)?;
         engine.ready()?;
@@ -228,11 +228,16 @@ impl JudgeCommand {
         while found.len() < self.positions {
             games += 1;
             if games > 50 * self.positions {
-                bail!("the games gave {} positions of the {} asked for: fewer --random-plies", found.len(), self.positions);
+                bail!(
+                    "the games gave {} positions of the {} asked for: fewer --random-plies",
+                    found.len(),
+                    self.positions
+                );
             }
             let mut history = random_opening::<G>(self.random_plies, &mut rng);
             player.new_game()?;
-            while history.outcome().is_none() && history.moves().len() < MAX_GAME_PLIES && found.len() < self.positions {
+            while history.outcome().is_none() && history.moves().len() < MAX_GAME_PLIES && found.len() < self.positions
+            {
                 if history.moves().len() >= first && rng.next_u64().is_multiple_of(5) {
                     found.push(history.clone());
                 }
@@ -268,8 +273,10 @@ fn score_move<G: Game>(judge: &mut UciEngine, history: &History<G>, m: G::Move, 
         });
     }
     let out = judge.go(&position_command(&after), Go::Depth(depth))?;
-    let line =
-        out.lines.first().with_context(|| format!("`{}` gave no score at {}", judge.name(), position_command(&after)))?;
+    let line = out
+        .lines
+        .first()
+        .with_context(|| format!("`{}` gave no score at {}", judge.name(), position_command(&after)))?;
     Ok(-score_centipawns(line.score))
 }
 

@@ -252,7 +252,10 @@ fn judge_scores_each_networks_moves_by_the_engine() {
     for line in &lines[1..] {
         let columns: Vec<&str> = line.split(" | ").collect();
         assert_eq!(columns.len(), 3, "the prior and two limits: {line}");
-        assert!(columns[0].starts_with("capablanca-a: prior: ") || columns[0].starts_with("capablanca-b: prior: "), "{line}");
+        assert!(
+            columns[0].starts_with("capablanca-a: prior: ") || columns[0].starts_with("capablanca-b: prior: "),
+            "{line}"
+        );
         for column in columns {
             let number = |after: &str| -> f64 {
                 column.split(after).nth(1).unwrap().split([' ', '%']).next().unwrap().parse().unwrap()
