@@ -118,8 +118,6 @@ fn policy_health(nets: &[PathBuf], positions: usize, seed: u64, device: DeviceSp
 /// Mean and median of max prior x legal moves over positions of seeded
 /// random games (the same positions for every network).
 fn peakedness<G: NetGame>(net: &Path, positions: usize, seed: u64, device: DeviceSpec) -> Result<(f64, f64)> {
-    let evaluator =
-        NetEvaluator::<G>::from_file(net, device).with_context(|| format!("cannot load {}", net.display()))?;
     let mut rng = Rng::new(seed);
     let requests: Vec<LeafRequest<G>> = (0..positions)
         .map(|_| {
@@ -128,18 +126,36 @@ fn peakedness<G: NetGame>(net: &Path, positions: usize, seed: u64, device: Devic
         })
         .collect();
     let mut values = Vec::with_capacity(positions);
-    let mut out = Evaluations::default();
-    for batch in requests.chunks(BATCH) {
-        out.clear();
-        evaluator.evaluate(batch, &mut out).map_err(|e| anyhow::anyhow!("{e}"))?;
-        for i in 0..out.len() {
-            let (priors, _) = out.get(i);
-            let total: f32 = priors.iter().sum();
-            let max = priors.iter().copied().fold(0.0, f32::max);
-            values.push(f64::from(max / total.max(f32::MIN_POSITIVE)) * priors.len() as f64);
-        }
-    }
+    for_each_policy(net, &requests, device, |_, priors| {
+        let total: f32 = priors.iter().sum();
+        let max = priors.iter().copied().fold(0.0, f32::max);
+        values.push(f64::from(max / total.max(f32::MIN_POSITIVE)) * priors.len() as f64);
+    })?;
     values.sort_by(f64::total_cmp);
     let mean = values.iter().sum::<f64>() / values.len() as f64;
     Ok((mean, values[values.len() / 2]))
+}
+
+/// Calls `each` with every request and the network's priors over its
+/// legal moves, in order, evaluating in batches.
+///
+/// # Errors
+/// A network that cannot be read or run.
+pub(crate) fn for_each_policy<G: NetGame>(
+    net: &Path,
+    requests: &[LeafRequest<G>],
+    device: DeviceSpec,
+    mut each: impl FnMut(&LeafRequest<G>, &[f32]),
+) -> Result<()> {
+    let evaluator =
+        NetEvaluator::<G>::from_file(net, device).with_context(|| format!("cannot load {}", net.display()))?;
+    let mut out = Evaluations::default();
+    for batch in requests.chunks(BATCH) {
+        out.clear();
+        evaluator.evaluate(batch, &mut out).map_err(|e| anyhow::anyhow!("{}: {e}", net.display()))?;
+        for (i, request) in batch.iter().enumerate() {
+            each(request, out.get(i).0);
+        }
+    }
+    Ok(())
 }

@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use capa_data::{MATE_CENTIPAWNS, score_centipawns};
-use capa_mcts::{Evaluations, Evaluator, LeafRequest};
-use capa_net::{DeviceSpec, NetEvaluator, NetGame};
+use capa_mcts::LeafRequest;
+use capa_net::{DeviceSpec, NetGame};
 use capa_rules::capablanca::Capablanca;
 use capa_rules::chess::Chess;
 use capa_rules::{Game, GameKind, GameResult, History, Rng, random_opening};
 use capa_uci::{Go, UciEngine, position_command};
 
 use crate::args::DeviceArgs;
+use crate::diagnostics::for_each_policy;
 
 /// A loss counts as at most this much in the means, so that one mate
 /// missed does not outweigh a hundred positions.
@@ -24,8 +25,6 @@ const LOSS_CAP: i32 = 1000;
 const BEST_MARGIN: i32 = 10;
 /// The positions' games end here at the latest.
 const MAX_GAME_PLIES: usize = 300;
-/// Positions per network batch.
-const BATCH: usize = 256;
 /// The longest any engine may take over one answer.
 const TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -282,20 +281,13 @@ fn score_move<G: Game>(judge: &mut UciEngine, history: &History<G>, m: G::Move, 
 
 /// The move each position's policy ranks first.
 fn prior_firsts<G: NetGame>(net: &Path, positions: &[History<G>], device: DeviceSpec) -> Result<Vec<G::Move>> {
-    let evaluator =
-        NetEvaluator::<G>::from_file(net, device).with_context(|| format!("cannot load {}", net.display()))?;
     let requests: Vec<LeafRequest<G>> = positions.iter().map(LeafRequest::from_history).collect();
     let mut firsts = Vec::with_capacity(positions.len());
-    let mut out = Evaluations::default();
-    for batch in requests.chunks(BATCH) {
-        out.clear();
-        evaluator.evaluate(batch, &mut out).map_err(|e| anyhow::anyhow!("{}: {e}", net.display()))?;
-        for (i, request) in batch.iter().enumerate() {
-            let (priors, _) = out.get(i);
-            let first = (0..priors.len()).max_by(|&a, &b| priors[a].total_cmp(&priors[b]));
-            firsts.push(request.legal_moves()[first.context("a position without legal moves")?]);
-        }
-    }
+    for_each_policy(net, &requests, device, |request, priors| {
+        // Positions of unfinished games: each has a legal move.
+        let first = (0..priors.len()).max_by(|&a, &b| priors[a].total_cmp(&priors[b])).unwrap_or(0);
+        firsts.push(request.legal_moves()[first]);
+    })?;
     Ok(firsts)
 }
 
